@@ -1,0 +1,88 @@
+"""Collective communication times: EP dispatch/combine all-to-all, TP all-reduce, KV transfer.
+
+Each is latency + bytes / (link bandwidth x efficiency). Links: the NVLink domain (8 GPUs on
+HGX, 72 on NVL72) at its per-direction bandwidth; beyond it RDMA at the NIC rate; PCIe for
+systems without NVLink (RTX PRO 6000). The efficiencies are priors with sources below; the
+multi-GPU calibration replaces them with measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.catalog.schema import HardwareSpec
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPrior:
+    efficiency: float
+    latency_s: float
+    source: str
+
+
+# DeepEP V1 intranode 153-158 GB/s of ~160 on H800; DeepEP V2 EP8 726-740 GB/s of 900 on B200
+# with 64 SMs (~0.8); Hybrid-EP doc: DeepEP 554 GB/s FP8 dispatch at 48 SMs on GB200 (0.62).
+A2A_NVLINK = {
+    "sm_90": LinkPrior(0.80, 12e-6, "DeepEP V1 legacy.md intranode ~96% of achievable, ~80% of 450 GB/s"),
+    "sm_100": LinkPrior(0.62, 15e-6, "Hybrid-EP README: DeepEP 554 GB/s FP8 dispatch on GB200 (48 SMs)"),
+}
+# DeepEP V1 internode normal 43-58 GB/s "logical" on 400G CX7 (~50 GB/s); LL mode EP8 dispatch
+# of 128 tokens x top-8 in 77 us.
+A2A_RDMA = LinkPrior(0.80, 40e-6, "DeepEP legacy.md: internode 43-58 GB/s per 400G NIC; LL dispatch 77-194 us")
+# NCCL all-reduce busbw: H100 330 (NVLS off) of 450 GB/s; GB200 NVL72 835-847 of 900 GB/s.
+ALLREDUCE_NVLINK = {
+    "sm_90": LinkPrior(0.73, 8e-6, "NVIDIA/nccl #1374/#1221: H100 all-reduce busbw 330 GB/s, NVLS off"),
+    "sm_100": LinkPrior(0.85, 8e-6, "coreweave/nccl-tests PR #43: GB200 NVL72 busbw 835-847 GB/s"),
+}
+# PCIe Gen5 x16 between RTX PRO 6000s through the host: seed 003 measured communication at ~2%
+# of a decode step; NCCL over PCIe without the LL tuning block.
+PCIE = LinkPrior(0.50, 30e-6, "PCIe Gen5 x16 (64 GB/s per direction) through the root complex; "
+                 "NCCL small-message latency ~30 us without NCCL_PROTO=LL (seed 003)")
+
+
+def _arch(hw: HardwareSpec) -> str:
+    return "sm_100" if hw.arch in ("sm_100", "sm_103") else "sm_90"
+
+
+def alltoall_time(hw: HardwareSpec, ep: int, bytes_per_gpu: float, launches: int = 1) -> float:
+    """One dispatch or combine: `bytes_per_gpu` leave each GPU for the other ep-1 ranks.
+
+    Destinations are uniform over ranks; those outside the NVLink domain go over RDMA, and the
+    slower path bounds the operation."""
+    if ep <= 1 or bytes_per_gpu <= 0:
+        return 0.0
+    domain = hw.scaleup.domain_gpus
+    if domain <= 1:  # PCIe-only system
+        return launches * PCIE.latency_s + bytes_per_gpu / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
+    nv = A2A_NVLINK[_arch(hw)]
+    if ep <= domain:
+        return launches * nv.latency_s + bytes_per_gpu / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
+    remote = 1.0 - domain / ep
+    t_rdma = bytes_per_gpu * remote / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
+    t_nv = bytes_per_gpu * (1 - remote) / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
+    return launches * A2A_RDMA.latency_s + max(t_rdma, t_nv)
+
+
+def allreduce_time(hw: HardwareSpec, ranks: int, bytes_per_gpu: float, launches: int = 1) -> float:
+    """Ring all-reduce of `bytes_per_gpu` over `ranks` GPUs: 2(n-1)/n of the buffer crosses each link."""
+    if ranks <= 1 or bytes_per_gpu <= 0:
+        return 0.0
+    wire = 2.0 * (ranks - 1) / ranks * bytes_per_gpu
+    if hw.scaleup.domain_gpus <= 1:
+        return launches * PCIE.latency_s + wire / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
+    if ranks > hw.scaleup.domain_gpus:
+        return launches * A2A_RDMA.latency_s + wire / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
+    ar = ALLREDUCE_NVLINK[_arch(hw)]
+    return launches * ar.latency_s + wire / (hw.scaleup.bw_gbps_unidir * 1e9 * ar.efficiency)
+
+
+def kv_transfer_time(src: HardwareSpec, same_domain: bool, kv_bytes: float) -> float:
+    """Prefill -> decode KV transfer of one request (NIXL/Mooncake style, one stream)."""
+    if kv_bytes <= 0:
+        return 0.0
+    if same_domain and src.scaleup.domain_gpus > 1:
+        nv = A2A_NVLINK[_arch(src)]
+        return nv.latency_s + kv_bytes / (src.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
+    if src.scaleup.domain_gpus <= 1:
+        return PCIE.latency_s + kv_bytes / (src.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
+    return A2A_RDMA.latency_s + kv_bytes / (src.nic_bytes_per_s * A2A_RDMA.efficiency)

@@ -1,0 +1,103 @@
+"""One serving instance as the step-cost model sees it: model, GPU, parallelism, precision,
+runtime options and MTP.
+
+Parallelism follows SGLang/TRT-LLM: attention runs with `tp` ranks per data-parallel group and
+`dp_attention` groups; the routed experts are split over `ep` ranks, each expert further split
+over `gpus / pp / ep` ranks (expert tensor parallelism); `pp` pipeline stages split the layers.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from roofline.catalog.schema import HardwareSpec, ModelSpec, StrictModel
+from roofline.errors import DeploymentError
+from roofline.precision import PrecisionMix, validate_mix
+
+
+class Parallelism(StrictModel):
+    gpus: int = Field(gt=0)
+    tp: int = Field(default=1, gt=0)
+    dp_attention: int = Field(default=1, gt=0)
+    ep: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> Parallelism:
+        if self.tp * self.dp_attention * self.pp != self.gpus:
+            raise ValueError(
+                f"tp x dp_attention x pp = {self.tp}x{self.dp_attention}x{self.pp} must equal "
+                f"gpus_per_instance = {self.gpus}"
+            )
+        per_stage = self.gpus // self.pp
+        if self.ep > per_stage or per_stage % self.ep:
+            raise ValueError(f"ep = {self.ep} must divide the GPUs of a stage ({per_stage})")
+        return self
+
+    @property
+    def moe_tp(self) -> int:
+        """Ranks each expert is split over."""
+        return self.gpus // self.pp // self.ep
+
+
+class MTPConfig(StrictModel):
+    """Multi-token prediction: `draft_tokens` proposed per step, `accepted_tokens` of them kept
+    on average, so a step emits 1 + accepted_tokens tokens per sequence."""
+
+    draft_tokens: int = Field(gt=0, le=8)
+    accepted_tokens: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> MTPConfig:
+        if self.accepted_tokens > self.draft_tokens:
+            raise ValueError("mtp.accepted_tokens cannot exceed mtp.draft_tokens")
+        return self
+
+    @property
+    def tokens_per_step(self) -> float:
+        return 1.0 + self.accepted_tokens
+
+
+class RuntimeOptions(StrictModel):
+    """Engine behaviour that moves step time. Defaults are SGLang's on Hopper/Blackwell."""
+
+    cuda_graphs: bool = True
+    comm_overlap: float = Field(default=0.0, ge=0, le=1)  # share of EP comm hidden under compute
+    ep_imbalance: float | None = Field(default=None, ge=1)  # max/mean expert load; None: derived
+    redundant_experts: int = Field(default=0, ge=0)
+    mem_fraction: float = Field(default=0.85, gt=0, le=1)
+    offload: bool | None = None  # None: offload weights to host only when needed and C2C exists
+    kernel_overrides: dict[str, str] = Field(default_factory=dict)
+    launch_gap_graph_us: float = Field(default=2.0, ge=0)
+    launch_gap_eager_us: float = Field(default=12.0, ge=0)
+
+    @property
+    def launch_gap_s(self) -> float:
+        return (self.launch_gap_graph_us if self.cuda_graphs else self.launch_gap_eager_us) * 1e-6
+
+
+class InstanceSpec(StrictModel):
+    model: ModelSpec
+    hardware: HardwareSpec
+    parallel: Parallelism
+    precision: PrecisionMix = PrecisionMix()
+    runtime: RuntimeOptions = RuntimeOptions()
+    mtp: MTPConfig | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> InstanceSpec:
+        validate_mix(self.precision, self.hardware)
+        m, p = self.model, self.parallel
+        if m.moe is None and p.ep > 1:
+            raise DeploymentError(f"{m.id} has no experts; ep must be 1 (got {p.ep})")
+        if m.moe and (m.moe.num_experts + self.runtime.redundant_experts) < p.ep:
+            raise DeploymentError(f"ep = {p.ep} exceeds the number of experts of {m.id}")
+        if p.pp > m.num_layers:
+            raise DeploymentError(f"pp = {p.pp} exceeds the {m.num_layers} layers of {m.id}")
+        if self.mtp and m.mtp_layers == 0:
+            raise DeploymentError(f"{m.id} has no MTP layers; set mtp: null")
+        return self
+
+    @property
+    def heads_per_rank(self) -> float:
+        return self.model.attention.num_heads / self.parallel.tp

@@ -1,0 +1,158 @@
+"""Kernel paths per GPU architecture, with efficiency priors and their sources.
+
+A kernel path turns an op's FLOPs and bytes into time:
+    t = launches x fixed_s + max(flops / (peak x compute_eff), bytes / (bandwidth x memory_eff))
+where `peak` is the tensor-core rate of the op's precision, or the CUDA-core FP32 rate for paths
+without tensor cores (the sm_120 fallbacks of seed 003). `tile_m` pads grouped-GEMM rows to the
+MMA tile. `weight_reuse=False` marks slot-GEMV kernels that re-read an expert's weights for
+every token routed to it.
+
+Selection is a registry keyed by (architecture, op family, weight format); `overrides` (op family
+-> path name) lets a what-if swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. This
+module knows no model and no batch; `roofline.step` prices ops with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from roofline.errors import MissingKernelDataError
+
+OpFamily = Literal[
+    "gemm", "moe_gemm", "mla_decode", "sparse_attn", "attn_prefill", "gqa_decode", "indexer",
+    "elementwise",
+]
+ARCH_FAMILY = {"sm_90": "sm_90", "sm_100": "sm_100", "sm_103": "sm_100", "sm_120": "sm_120"}
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPath:
+    name: str
+    tensor_cores: bool
+    compute_eff: float
+    memory_eff: float
+    fixed_s: float
+    source: str
+    tile_m: int = 0
+    weight_reuse: bool = True
+
+
+def _k(name: str, tc: bool, ce: float, me: float, fixed_us: float, src: str, **kw: object) -> KernelPath:
+    return KernelPath(name, tc, ce, me, fixed_us * 1e-6, src, **kw)  # type: ignore[arg-type]
+
+
+_DEV = "shared/DEVICE.md (measured on the project's H200)"
+KERNELS: dict[str, KernelPath] = {p.name: p for p in [
+    # --- Hopper (sm_90)
+    _k("cublas-bf16-sm90", True, 0.72, 0.70, 4, f"{_DEV}: 717 TF bf16 8192^3; decode GEMMs 1.5-3.5 TB/s"),
+    _k("deepgemm-fp8-sm90", True, 0.65, 0.65, 5,
+       "DeepGEMM README (dense FP8 up to 1550 of 1979 TF; decode shapes 45-80% of bandwidth)"),
+    _k("deepgemm-grouped-fp8-sm90", True, 0.60, 0.58, 8,
+       f"DeepGEMM grouped 1214-1346 TF (61-68%); {_DEV}: fp8 grouped 2.7 TB/s of weights", tile_m=64),
+    _k("marlin-w4a16-sm90", True, 0.45, 0.55, 8, "Marlin W4A16 MoE (dequantize to BF16 MMA)", tile_m=64),
+    _k("flashmla-sm90", True, 0.67, 0.85, 12,
+       f"FlashMLA README H800: 3000 GB/s memory-bound, 660 TF compute-bound; {_DEV}: 19 us at B=1"),
+    _k("flashmla-sparse-sm90", True, 0.41, 0.75, 12, "FlashMLA README: sparse FP8 decode 410 TF on H800"),
+    _k("fa3-prefill-sm90", True, 0.60, 0.80, 20, f"{_DEV}: flashinfer fa3 ragged prefill ~600 TF"),
+    _k("fa3-gqa-decode-sm90", True, 0.50, 0.80, 10, "FlashAttention-3 decode, memory-bound"),
+    _k("deepgemm-mqa-logits-sm90", True, 0.50, 0.70, 8, "DeepGEMM fp8 MQA logits (DSA indexer)"),
+    _k("elementwise-sm90", False, 1.0, 0.70, 2, f"{_DEV}: device copy 4.3 TB/s read+write (~90%)"),
+    # --- Blackwell datacenter (sm_100, sm_103)
+    _k("cutlass-gemm-sm100", True, 0.70, 0.75, 4,
+       "DeepGEMM/CUTLASS on B200 (similar utilisation to Hopper; FlashMLA README MHA 65% of peak)"),
+    _k("cute-dsl-grouped-sm100", True, 0.58, 0.65, 8,
+       "FlashInfer CuTe-DSL masked grouped GEMM (seed 000); DeepEP/DeepGEMM B200 results", tile_m=128),
+    _k("trtllm-gen-mla-sm100", True, 0.50, 0.80, 10,
+       "FlashInfer trtllm-gen MLA; FlashInfer #3400: several times faster than fa2 (<300 TF) on B200"),
+    _k("dsa-sparse-sm100", True, 0.30, 0.75, 10, "FlashMLA README: sparse FP8 decode 350 TF on B200"),
+    _k("fmha-prefill-sm100", True, 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),
+    _k("gqa-decode-sm100", True, 0.50, 0.80, 8, "trtllm-gen decode attention, memory-bound"),
+    _k("deepgemm-mqa-logits-sm100", True, 0.50, 0.75, 8, "DeepGEMM fp8 MQA logits on SM100"),
+    _k("elementwise-sm100", False, 1.0, 0.70, 2, "memory-bound elementwise, as on Hopper"),
+    # --- RTX PRO 6000 Blackwell Server (sm_120): no tcgen05, no TMEM, no fused DeepSeek kernels
+    _k("cublas-bf16-sm120", True, 0.80, 0.70, 5,
+       "zzc0721/torch-performance-test-data #162: 417 TF bf16 on RTX PRO 6000 Server"),
+    _k("triton-block-fp8-sm120", True, 0.50, 0.30, 6,
+       "SGLang #39872: generic block-FP8 Triton GEMMs underfill sm_120 at decode"),
+    _k("cutlass-fp4-sm120", True, 0.55, 0.60, 6, "FlashInfer mm_fp4 cutlass on sm_120"),
+    _k("cutlass-fp4-grouped-sm120", True, 0.45, 0.55, 8,
+       "native cutlass FP4 grouped GEMM on sm_120 (seed 003: NVFP4 moved MoE onto tensor cores)",
+       tile_m=128),
+    _k("triton-fused-moe-sm120", True, 0.40, 0.50, 8, "Triton fused_moe on sm_120", tile_m=64),
+    _k("triton-mxfp4-slot-gemv-sm120", False, 1.0, 0.040, 8,
+       "seed 003 profile: MXFP4 MoE slot-GEMV runs on CUDA cores, 38% of a 510 ms step at C=16 "
+       "(TP4); memory efficiency fitted to that profile (calibration/seed003.md)",
+       weight_reuse=False),
+    _k("triton-sparse-mla-sm120", False, 0.00026, 0.60, 10,
+       "seed 003 profile: sparse-MLA attention runs as a Triton CUDA-core fallback, 39% of a 510 ms "
+       "step at C=16 (TP4); efficiency vs CUDA-core FP32 peak fitted to that profile "
+       "(calibration/seed003.md)"),
+    _k("tensor-core-sparse-mla-sm120", True, 0.40, 0.60, 10,
+       "hypothetical split-K tensor-core sparse-MLA kernel for sm_120 (seed 003 Part VI); "
+       "efficiency assumed equal to FA2-class kernels on this chip"),
+    _k("fa2-xqa-mla-sm120", True, 0.40, 0.60, 10, "FlashInfer MLA fa2/xqa on SM12x (HMMA)"),
+    _k("fmha-v2-prefill-sm120", True, 0.50, 0.70, 15, "FlashInfer fmha_v2 (HMMA, sm_mma=80) on SM120"),
+    _k("gqa-decode-sm120", True, 0.45, 0.70, 8, "FlashInfer fa2/xqa decode on SM12x"),
+    _k("elementwise-sm120", False, 1.0, 0.60, 3, "memory-bound elementwise on GDDR7"),
+]}
+
+# (arch family, op family, weight format or "*") -> path name
+_DEFAULTS: dict[tuple[str, str, str], str] = {
+    ("sm_90", "gemm", "bf16"): "cublas-bf16-sm90",
+    ("sm_90", "gemm", "*"): "deepgemm-fp8-sm90",
+    ("sm_90", "moe_gemm", "w4a16"): "marlin-w4a16-sm90",
+    ("sm_90", "moe_gemm", "mxfp4"): "marlin-w4a16-sm90",
+    ("sm_90", "moe_gemm", "*"): "deepgemm-grouped-fp8-sm90",
+    ("sm_90", "mla_decode", "*"): "flashmla-sm90",
+    ("sm_90", "sparse_attn", "*"): "flashmla-sparse-sm90",
+    ("sm_90", "attn_prefill", "*"): "fa3-prefill-sm90",
+    ("sm_90", "gqa_decode", "*"): "fa3-gqa-decode-sm90",
+    ("sm_90", "indexer", "*"): "deepgemm-mqa-logits-sm90",
+    ("sm_90", "elementwise", "*"): "elementwise-sm90",
+    ("sm_100", "gemm", "*"): "cutlass-gemm-sm100",
+    ("sm_100", "moe_gemm", "*"): "cute-dsl-grouped-sm100",
+    ("sm_100", "mla_decode", "*"): "trtllm-gen-mla-sm100",
+    ("sm_100", "sparse_attn", "*"): "dsa-sparse-sm100",
+    ("sm_100", "attn_prefill", "*"): "fmha-prefill-sm100",
+    ("sm_100", "gqa_decode", "*"): "gqa-decode-sm100",
+    ("sm_100", "indexer", "*"): "deepgemm-mqa-logits-sm100",
+    ("sm_100", "elementwise", "*"): "elementwise-sm100",
+    ("sm_120", "gemm", "bf16"): "cublas-bf16-sm120",
+    ("sm_120", "gemm", "nvfp4"): "cutlass-fp4-sm120",
+    ("sm_120", "gemm", "*"): "triton-block-fp8-sm120",
+    ("sm_120", "moe_gemm", "mxfp4"): "triton-mxfp4-slot-gemv-sm120",
+    ("sm_120", "moe_gemm", "nvfp4"): "cutlass-fp4-grouped-sm120",
+    ("sm_120", "moe_gemm", "w4a16"): "cutlass-fp4-grouped-sm120",
+    ("sm_120", "moe_gemm", "*"): "triton-fused-moe-sm120",
+    ("sm_120", "mla_decode", "*"): "fa2-xqa-mla-sm120",
+    ("sm_120", "sparse_attn", "*"): "triton-sparse-mla-sm120",
+    ("sm_120", "attn_prefill", "*"): "fmha-v2-prefill-sm120",
+    ("sm_120", "gqa_decode", "*"): "gqa-decode-sm120",
+    ("sm_120", "indexer", "*"): "triton-sparse-mla-sm120",
+    ("sm_120", "elementwise", "*"): "elementwise-sm120",
+}
+
+# What a tensor-core kernel would be for each CUDA-core fallback (used by `planner explain`).
+TENSOR_CORE_ALTERNATIVE: dict[str, str] = {
+    "triton-sparse-mla-sm120": "tensor-core-sparse-mla-sm120",
+    "triton-mxfp4-slot-gemv-sm120": "cutlass-fp4-grouped-sm120",
+}
+
+
+def select(arch: str, family: str, fmt: str = "*", overrides: dict[str, str] | None = None) -> KernelPath:
+    """The kernel path for an op; `overrides` maps op family -> path name."""
+    if overrides and family in overrides:
+        name = overrides[family]
+        if name not in KERNELS:
+            raise MissingKernelDataError(
+                f"kernel override {family}={name!r} is unknown; known: {', '.join(KERNELS)}"
+            )
+        return KERNELS[name]
+    fam = ARCH_FAMILY.get(arch)
+    if fam is None:
+        raise MissingKernelDataError(f"no kernel data for architecture {arch!r}")
+    name = _DEFAULTS.get((fam, family, fmt)) or _DEFAULTS.get((fam, family, "*"))
+    if name is None:
+        raise MissingKernelDataError(f"no kernel path for {family} ({fmt}) on {arch}")
+    return KERNELS[name]

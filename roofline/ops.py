@@ -1,0 +1,241 @@
+"""FLOPs and bytes of every op of one forward step, as seen by one GPU of an instance.
+
+Each builder returns `Op` records already summed over the layers this GPU holds (its pipeline
+stage). Formulas (FLOPs = 2 x multiply-adds):
+- GEMM: 2 x tokens x params; bytes = weights (by format) + activations in and out.
+- MLA absorbed decode (DeepSeek-V2 paper, appendix; FlashMLA): per query and cached token,
+  2 x heads x (kv_lora + rope) for QK plus 2 x heads x kv_lora for PV; reads (kv_lora + rope)
+  KV bytes per cached token once per sequence.
+- MLA prefill (non-absorbed MHA, qk 192 / v 128): 2 x heads x (qk + v) per causal pair.
+- DSA (V3.2): attention over min(ctx, top-k) keys; the indexer scores every cached key with
+  2 x index_heads x index_dim FLOPs in FP8.
+- V4 compressed attention: window + compressed keys (ratio 4: top-k of ctx/4 by the indexer;
+  ratio 128: all ctx/128), 512-d latent with K = V: 4 x heads x 512 FLOPs per attended key.
+- GQA: 4 x heads x head_dim per pair; KV reads 2 x kv_heads x head_dim per cached token.
+- MoE: tokens x top_k pairs spread over ep ranks (x imbalance); weights read once per touched
+  expert, or once per pair for slot-GEMV kernels.
+Communication and pricing live in `roofline.step`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from roofline.batch import StepBatch
+from roofline.catalog.schema import CompressedAttention, GQAAttention, MLAAttention
+from roofline.deployment import InstanceSpec
+from roofline.kernels import select
+from roofline.params import (
+    KV_BYTES,
+    attention_layer_kinds,
+    attention_params,
+    dense_ffn_params,
+    expert_params,
+    gate_params,
+    shared_expert_params,
+)
+from roofline.precision import BYTES_PER_PARAM, gemm_rate_key
+
+Category = Literal["attention", "dense_gemm", "moe", "ep_comm", "tp_comm", "other"]
+ACT = 2.0  # bytes per BF16 activation element
+
+
+@dataclass(slots=True)
+class Op:
+    name: str
+    category: Category
+    family: str  # kernel op family (roofline.kernels.OpFamily) or "comm"
+    rate: str  # tensor-core rate key: bf16 | fp8 | fp4
+    flops: float = 0.0
+    bytes: float = 0.0
+    launches: float = 0.0
+    fmt: str = "*"  # weight format, for kernel selection
+    rows_per_group: float = 0.0  # grouped GEMM rows per expert (MMA tile padding)
+    comm_s: float = 0.0  # communication ops carry their time directly
+
+
+def gemm_op(inst: InstanceSpec, name: str, cat: Category, tokens: float, params: float, fmt: str,
+          layers: float, launches: float = 1.0) -> Op:
+    h = inst.model.hidden_size
+    wbytes = params * BYTES_PER_PARAM[fmt]
+    act = tokens * h * ACT * 2 if tokens else 0.0
+    return Op(name, cat, "gemm", gemm_rate_key(fmt, inst.hardware, name), flops=2 * tokens * params * layers,
+              bytes=(wbytes + act) * layers if tokens else 0.0, launches=launches * layers, fmt=fmt)
+
+
+def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[Op]:
+    """Core attention, the indexer, and the attention projections (per GPU)."""
+    m, p, prec = inst.model, inst.parallel, inst.precision
+    a = m.attention
+    dp, tp = p.dp_attention, p.tp
+    heads = a.num_heads / tp
+    q_per_seq = 1 + b.draft_tokens
+    seqs, kv_sum = b.decode_seqs / dp, b.decode_kv_sum / dp
+    kv_mean = b.decode_kv_mean
+    t_dec, t_pre = b.decode_tokens / dp, b.prefill_tokens / dp
+    kvb = KV_BYTES[prec.kv_cache]
+    rate = "fp8" if prec.attention == "fp8" else "bf16"
+    ops: list[Op] = []
+    for ratio, n_layers in attention_layer_kinds(m).items():
+        n = n_layers * layer_scale
+        proj = attention_params(m, ratio)
+        w = proj.replicated + proj.sharded / tp
+        tokens = t_dec + t_pre
+        if tokens:
+            ops.append(gemm_op(inst, "attention.proj", "dense_gemm", tokens, w, inst.precision.dense, n, 5))
+        if isinstance(a, MLAAttention):
+            ops += _mla_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+            if proj.absorbed:  # W_UK / W_UV as BF16 batched GEMMs (decode) or kv_b (prefill)
+                ab = proj.absorbed / tp
+                if t_dec:
+                    ops.append(gemm_op(inst, "attention.absorb_bmm", "dense_gemm", t_dec, ab, "bf16", n, 2))
+                if t_pre:
+                    up = t_pre + b.prefix_sum() / dp
+                    ops.append(gemm_op(inst, "attention.kv_b_proj", "dense_gemm", up, ab, prec.dense, n))
+        elif isinstance(a, CompressedAttention):
+            ops += _compressed_ops(inst, b, n, ratio, heads, seqs, kv_mean, q_per_seq, kvb, rate)
+        else:
+            assert isinstance(a, GQAAttention)
+            ops += _gqa_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+    return ops
+
+
+def _mla_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: float, kv_sum: float,
+             kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, MLAAttention)
+    dp = inst.parallel.dp_attention
+    lat, rope = a.kv_lora_rank, a.qk_rope_head_dim
+    ops: list[Op] = []
+    topk = a.indexer.topk if a.indexer else None
+    fam = "sparse_attn" if a.indexer else "mla_decode"
+    if seqs:
+        attended = seqs * min(kv_mean, topk) if topk else kv_sum
+        ops.append(Op("attention.decode", "attention", fam, rate,
+                      flops=attended * q * heads * 2 * (lat + rope + lat) * n,
+                      bytes=attended * (lat + rope) * kvb * n, launches=2 * n))
+    if b.prefill_chunks:
+        qk, v = a.qk_nope_head_dim + rope, a.v_head_dim
+        pairs = b.causal_pairs(topk) / dp
+        toks = b.prefill_tokens / dp
+        ops.append(Op("attention.prefill", "attention", "sparse_attn" if topk else "attn_prefill", "bf16",
+                      flops=pairs * heads * 2 * (qk + v) * n,
+                      bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n, launches=2 * n))
+    if a.indexer:
+        ix = a.indexer
+        key_bytes = ix.head_dim * (1 + 4 / 128)
+        scored = kv_sum * q + b.causal_pairs() / dp  # (query, key) pairs the indexer scores
+        keys_read = kv_sum + (b.prefill_tokens + b.prefix_sum()) / dp
+        ops.append(Op("attention.indexer", "attention", "indexer", "fp8",
+                      flops=scored * ix.num_heads * ix.head_dim * 2 * n,
+                      bytes=keys_read * key_bytes * n, launches=3 * n))
+    return ops
+
+
+def _v4_attended(kv: float, ratio: int, window: int, topk: int) -> float:
+    compressed = 0.0 if ratio == 0 else kv / ratio
+    if ratio == 4:
+        compressed = min(compressed, topk)
+    return min(kv, window) + compressed
+
+
+def _compressed_ops(inst: InstanceSpec, b: StepBatch, n: float, ratio: int, heads: float, seqs: float,
+                    kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, CompressedAttention)
+    dp, d = inst.parallel.dp_attention, a.head_dim
+    ix = a.indexer
+    ops: list[Op] = []
+    if seqs:
+        att = seqs * _v4_attended(kv_mean, ratio, a.sliding_window, ix.topk)
+        ops.append(Op("attention.decode", "attention", "sparse_attn", rate, flops=att * q * heads * 4 * d * n,
+                      bytes=att * d * kvb * n, launches=2 * n))
+    if b.prefill_chunks:
+        pairs = b.causal_pairs(a.sliding_window)
+        if ratio == 4:
+            pairs += b.causal_pairs(4 * ix.topk) / 4
+        elif ratio:
+            pairs += b.causal_pairs() / ratio
+        ops.append(Op("attention.prefill", "attention", "sparse_attn", "bf16",
+                      flops=pairs / dp * heads * 4 * d * n,
+                      bytes=b.prefill_tokens / dp * (heads + 1) * d * ACT * n, launches=2 * n))
+    if ratio == 4:
+        scored = seqs * q * kv_mean / 4 + b.causal_pairs() / 4 / dp
+        ops.append(Op("attention.indexer", "attention", "indexer", "fp8",
+                      flops=scored * ix.num_heads * ix.head_dim * 2 * n,
+                      bytes=(seqs * kv_mean + b.prefill_tokens / dp) / 4 * ix.head_dim * kvb * n,
+                      launches=3 * n))
+    return ops
+
+
+def _gqa_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: float, kv_sum: float,
+             kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, GQAAttention)
+    dp, hd = inst.parallel.dp_attention, a.head_dim
+    kv_heads = max(1.0, a.num_kv_heads / inst.parallel.tp)
+    sliding = a.sliding_layers / inst.model.num_layers if a.sliding_window else 0.0
+    ops: list[Op] = []
+    if seqs:
+        win = a.sliding_window or kv_mean
+        kv_eff = (1 - sliding) * kv_sum + sliding * seqs * min(kv_mean, win)
+        ops.append(Op("attention.decode", "attention", "gqa_decode", rate, flops=kv_eff * q * heads * 4 * hd * n,
+                      bytes=kv_eff * kv_heads * 2 * hd * kvb * n, launches=2 * n))
+    if b.prefill_chunks:
+        pairs = (1 - sliding) * b.causal_pairs() + sliding * b.causal_pairs(a.sliding_window)
+        toks = (b.prefill_tokens + b.prefix_sum()) / dp
+        ops.append(Op("attention.prefill", "attention", "attn_prefill", "bf16",
+                      flops=pairs / dp * heads * 4 * hd * n,
+                      bytes=toks * (heads + 2 * kv_heads) * hd * ACT * n, launches=n))
+    return ops
+
+
+def expected_imbalance(inst: InstanceSpec, pairs_per_rank: float) -> float:
+    """Max-over-ranks / mean expert load in one step.
+
+    Binomial spread of the routed pairs over ranks (the max of `ep` ranks sits about
+    sqrt(2 ln ep) standard deviations above the mean) times a residual popularity skew of 1.15
+    left after EPLB rebalancing (assumption: SGLang large-scale EP blog reports balancedness,
+    mean/max, around 0.85-0.9 with EPLB)."""
+    ep = inst.parallel.ep
+    if inst.runtime.ep_imbalance is not None:
+        return inst.runtime.ep_imbalance
+    if ep <= 1 or pairs_per_rank <= 0:
+        return 1.0
+    spread = math.sqrt(2 * math.log(ep)) / math.sqrt(max(pairs_per_rank, 1.0))
+    return 1.15 * (1 + spread)
+
+
+def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = False) -> list[Op]:
+    """Dense FFN layers, the router, routed experts and shared experts (per GPU). `mtp`: the
+    one MoE layer of an MTP module instead of the model's stack."""
+    m, p, prec = inst.model, inst.parallel, inst.precision
+    t_dp = b.tokens / p.dp_attention
+    ops: list[Op] = []
+    if m.dense_layers and t_dp and not mtp:
+        ops.append(gemm_op(inst, "dense_ffn", "dense_gemm", t_dp, dense_ffn_params(m) / p.tp, prec.dense,
+                         m.dense_layers * layer_scale, 3))
+    if m.moe is None or not b.tokens:
+        return ops
+    n = 1.0 if mtp else m.moe_layers * layer_scale
+    e = m.moe
+    ops.append(Op("moe.router", "moe", "gemm", "bf16", flops=2 * t_dp * gate_params(m) * n,
+                  bytes=gate_params(m) * 4 * n, launches=3 * n))
+    pairs = b.tokens * e.top_k / p.ep
+    pairs_max = pairs * expected_imbalance(inst, pairs)
+    local = (e.num_experts + inst.runtime.redundant_experts) / p.ep
+    touched = local * (1 - math.exp(-b.tokens * e.top_k / e.num_experts))
+    ep_params = expert_params(m) / p.moe_tp
+    wb = BYTES_PER_PARAM[prec.moe]
+    path = select(inst.hardware.arch, "moe_gemm", prec.moe, inst.runtime.kernel_overrides)
+    weights = (pairs_max if not path.weight_reuse else max(touched, 1.0)) * ep_params * wb
+    ops.append(Op("moe.experts", "moe", "moe_gemm", gemm_rate_key(prec.moe, inst.hardware, "precision.moe"),
+                  flops=2 * pairs_max * ep_params * n,
+                  bytes=(weights + pairs_max * m.hidden_size * ACT * 3) * n, launches=5 * n, fmt=prec.moe,
+                  rows_per_group=pairs_max / max(touched, 1.0)))
+    if e.num_shared_experts:
+        ops.append(gemm_op(inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp,
+                         prec.dense, n, 3))
+    return ops

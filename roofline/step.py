@@ -1,0 +1,192 @@
+"""The step-cost model: time of one forward step of one instance, with a per-op breakdown.
+
+`step_cost(inst, batch)` is the only place step time is computed; the estimator and the
+simulator both call it. Ops come from `roofline.ops`; each is priced on its kernel path
+(`roofline.kernels`) and tagged with the source of its number. Communication is priced by
+`roofline.comm`; the `comm_overlap` share of EP communication hides under compute (two-batch or
+fine-grained overlap). Launch gaps (CUDA graphs vs eager) are one op of their own.
+
+Pipeline parallelism: the returned time is the latency of one micro-batch through all stages;
+`stage_time_s` is one stage's time (the throughput limit with `pp` micro-batches in flight).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from roofline.batch import StepBatch
+from roofline.comm import allreduce_time, alltoall_time
+from roofline.deployment import InstanceSpec
+from roofline.kernels import select
+from roofline.ops import ACT, Op, attention_ops, ffn_ops, gemm_op
+from roofline.precision import DISPATCH_BYTES, peak_flops
+
+Source = Literal["roofline", "calibrated", "measured"]
+CATEGORIES = ("attention", "dense_gemm", "moe", "ep_comm", "tp_comm", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class OpTime:
+    name: str
+    category: str
+    time_s: float
+    flops: float
+    bytes: float
+    kernel: str
+    bound: str  # compute | memory | latency | comm
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    time_s: float
+    stage_time_s: float
+    ops: tuple[OpTime, ...]
+    tokens: int
+    hidden_comm_s: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def by_category(self) -> dict[str, float]:
+        out = dict.fromkeys(CATEGORIES, 0.0)
+        for op in self.ops:
+            out[op.category] += op.time_s
+        return out
+
+    def share(self, category: str) -> float:
+        total = sum(o.time_s for o in self.ops)
+        return self.by_category()[category] / total if total else 0.0
+
+
+def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
+    if op.family == "comm":
+        return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, "nccl/deepep", "comm", "roofline")
+    hw = inst.hardware
+    path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides)
+    peak = peak_flops(hw, op.rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
+    flops = op.flops
+    if path.tile_m and 0 < op.rows_per_group:
+        flops *= math.ceil(op.rows_per_group / path.tile_m) * path.tile_m / op.rows_per_group
+    t_c = flops / (peak * path.compute_eff)
+    t_m = op.bytes / (hw.mem_bw * path.memory_eff)
+    fixed = op.launches * path.fixed_s
+    bound = "compute" if t_c >= t_m else "memory"
+    if fixed > max(t_c, t_m):
+        bound = "latency"
+    return OpTime(op.name, op.category, fixed + max(t_c, t_m), op.flops, op.bytes, path.name, bound, source)
+
+
+def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
+    """Everything one stage's layers do except communication and launch gaps."""
+    m, p = inst.model, inst.parallel
+    ops = attention_ops(inst, b, scale) + ffn_ops(inst, b, scale)
+    t_dp = b.tokens / p.dp_attention
+    layers = m.num_layers * scale
+    hc = m.hyper_connections
+    sinkhorn = 0.0
+    if m.sinkhorn_iters:  # mHC: fused kernels on sm_90/sm_100; assumed unfused torch ops on sm_120
+        sinkhorn = 2 * (2 * m.sinkhorn_iters + 4) if inst.hardware.arch == "sm_120" else 8
+    ops.append(Op("norms_residual_rope", "other", "elementwise", "bf16",
+                  bytes=t_dp * m.hidden_size * ACT * 10 * hc * layers, launches=(8 + sinkhorn) * layers))
+    return ops
+
+
+def _head_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
+    m, p = inst.model, inst.parallel
+    logits = (b.decode_tokens + b.prefill_seqs) / p.dp_attention
+    if not logits:
+        return []
+    vocab_params = m.vocab_size * m.hidden_size / p.tp
+    fmt = inst.precision.lm_head
+    return [
+        gemm_op(inst, "lm_head", "dense_gemm", logits, vocab_params, fmt, 1.0),
+        Op("sampling", "other", "elementwise", "bf16", bytes=logits * m.vocab_size / p.tp * 4 * 2, launches=4),
+    ]
+
+
+def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
+    m, p, hw = inst.model, inst.parallel, inst.hardware
+    stage_gpus = p.gpus // p.pp
+    t_dp = b.tokens / p.dp_attention
+    ops: list[Op] = []
+    act = t_dp * m.hidden_size * ACT
+    if p.tp > 1:
+        t = allreduce_time(hw, p.tp, act) * m.num_layers * scale
+        t += allreduce_time(hw, p.tp, act) * m.dense_layers * scale
+        ops.append(Op("tp.allreduce", "tp_comm", "comm", "bf16", bytes=act, comm_s=t))
+    if m.moe and b.tokens:
+        n_moe = m.moe_layers * scale
+        if p.dp_attention > 1 and p.ep > 1:
+            per_gpu = b.tokens / stage_gpus * m.moe.top_k * m.hidden_size * (1 - 1 / p.ep)
+            disp = alltoall_time(hw, p.ep, per_gpu * DISPATCH_BYTES[inst.precision.moe])
+            comb = alltoall_time(hw, p.ep, per_gpu * ACT)
+            ops.append(Op("ep.dispatch_combine", "ep_comm", "comm", "bf16", bytes=per_gpu * 3,
+                          comm_s=(disp + comb) * n_moe))
+        elif stage_gpus > 1 and p.dp_attention == 1:
+            ops.append(Op("moe.allreduce", "tp_comm", "comm", "bf16", bytes=act,
+                          comm_s=allreduce_time(hw, stage_gpus, act) * n_moe))
+    return ops
+
+
+def _mtp_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
+    """MTP drafting: `draft_tokens` sequential passes of the MTP layer and the LM head."""
+    if not b.draft_tokens or not b.decode_seqs:
+        return []
+    m = inst.model
+    one = StepBatch.decode(b.decode_seqs, b.decode_kv_mean)
+    per_pass = attention_ops(inst, one, 1.0 / m.num_layers) + ffn_ops(inst, one, 0.0, mtp=True)
+    per_pass.append(gemm_op(inst, "eh_proj", "dense_gemm", one.tokens / inst.parallel.dp_attention,
+                          2.0 * m.hidden_size * m.hidden_size, inst.precision.dense, 1.0))
+    per_pass += _head_ops(inst, one) + _comm_ops(inst, one, 1.0 / m.num_layers)
+    for op in per_pass:
+        op.name = "mtp." + op.name
+        op.flops *= b.draft_tokens
+        op.bytes *= b.draft_tokens
+        op.launches *= b.draft_tokens
+        op.comm_s *= b.draft_tokens
+    return per_pass
+
+
+def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) -> StepCost:
+    """Time of one forward step of `inst` on `batch` (whole instance), with its breakdown."""
+    if batch.tokens == 0:
+        return StepCost(0.0, 0.0, (), 0)
+    p = inst.parallel
+    scale = 1.0 / p.pp
+    ops = _layer_ops(inst, batch, scale)
+    if p.pp == 1:  # the head runs on the last stage; with pp it adds to the latency below
+        ops += _head_ops(inst, batch)
+    ops += _mtp_ops(inst, batch)
+    priced = [_price(op, inst, "roofline") for op in ops if op.family != "comm"]
+    compute = sum(o.time_s for o in priced)
+    comm = [_price(op, inst, "roofline") for op in _comm_ops(inst, batch, scale)]
+    hidden = 0.0
+    timed: list[OpTime] = []
+    for c in comm:
+        if c.category == "ep_comm" and inst.runtime.comm_overlap:
+            h = min(c.time_s * inst.runtime.comm_overlap, compute)
+            hidden += h
+            c = OpTime(c.name, c.category, c.time_s - h, c.flops, c.bytes, c.kernel, c.bound, c.source)
+        timed.append(c)
+    launches = sum(op.launches for op in ops) + 2 * len(comm) * inst.model.num_layers * scale
+    timed.append(OpTime("launch_overhead", "other", launches * inst.runtime.launch_gap_s, 0.0, 0.0,
+                        "cuda-graph" if inst.runtime.cuda_graphs else "eager", "latency", "roofline"))
+    all_ops = tuple(priced + timed)
+    stage = sum(o.time_s for o in all_ops)
+    notes: list[str] = []
+    if offload_bytes > 0:
+        t_off = offload_bytes / (inst.hardware.host_link.bw_gbps_unidir * 1e9)
+        exposed = max(0.0, t_off - stage)
+        all_ops += (OpTime("weights.offload_prefetch", "other", exposed, 0.0, offload_bytes,
+                           inst.hardware.host_link.kind, "memory", "roofline"),)
+        stage += exposed
+        notes.append(f"{offload_bytes / 1e9:.1f} GB of weights per GPU streamed from host each step")
+    latency = stage
+    if p.pp > 1:
+        head = [_price(op, inst, "roofline") for op in _head_ops(inst, batch)]
+        all_ops += tuple(head)
+        hop = batch.tokens / p.dp_attention * inst.model.hidden_size * ACT
+        p2p = (p.pp - 1) * allreduce_time(inst.hardware, 2, hop / 2)
+        latency = p.pp * stage + sum(o.time_s for o in head) + p2p
+    return StepCost(latency, stage, all_ops, batch.tokens, hidden, tuple(notes))
