@@ -86,9 +86,10 @@ def weight_bytes(inst: InstanceSpec) -> tuple[float, float]:
     return base, experts
 
 
-def plan_memory(inst: InstanceSpec, kv_needed_bytes: float = 0.0, max_step_tokens: int = 8192) -> MemoryPlan:
-    """Lay out one GPU's memory. `kv_needed_bytes` is the KV the caller must be able to hold
-    (e.g. one prefill chunk); offload is sized to free exactly that much when allowed."""
+def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_tokens: int = 8192) -> MemoryPlan:
+    """Lay out one GPU's memory. `kv_needed_tokens` is the KV (in tokens of one attention group)
+    the caller must be able to hold, e.g. the prefill batch in flight; offload is sized to free
+    exactly that much when allowed."""
     hw, m, p = inst.hardware, inst.model, inst.parallel
     cap = hw.mem_bytes
     budget = cap * inst.runtime.mem_fraction
@@ -105,6 +106,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_bytes: float = 0.0, max_step_token
     if inst.mtp:
         kv_tok += kv_tok / m.num_layers * m.mtp_layers
     win = window_bytes_per_seq(m, inst.precision.kv_cache, kv_heads) / p.pp
+    kv_needed_bytes = kv_needed_tokens * kv_tok
     free = budget - base - experts - buffers
     offloaded = 0.0
     allow = inst.runtime.offload

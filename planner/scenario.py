@@ -1,0 +1,152 @@
+"""Scenario files: what a user (or an anchor) describes — model, GPUs, deployment, precision,
+workload, SLO — validated strictly at the edge.
+
+Any optional field may be `unknown`; `planner.defaults.resolve` fills it from the documented
+engine default and records what it assumed. `load_scenario` turns YAML and pydantic errors
+into `ScenarioError` messages that name the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from roofline.catalog.schema import StrictModel
+from roofline.errors import PlannerError
+
+Unknown = Literal["unknown"]
+Engine = Literal["sglang", "trtllm", "vllm", "other"]
+Phase = Literal["prefill", "decode", "end-to-end"]
+WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
+KVFmt = Literal["bf16", "fp8"]
+
+
+class ScenarioError(PlannerError):
+    """A scenario or anchor file that does not validate."""
+
+
+class PoolSpec(StrictModel):
+    instances: int = Field(default=1, gt=0)
+    gpus_per_instance: int = Field(gt=0)
+    tp: int = Field(default=1, gt=0)
+    dp_attention: int = Field(default=1, gt=0)
+    ep: int = Field(default=1, gt=0)
+    pp: int = Field(default=1, gt=0)
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.gpus_per_instance
+
+
+class DeploymentSpec(StrictModel):
+    prefill: PoolSpec | None = None
+    decode: PoolSpec | None = None
+    aggregated: PoolSpec | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> DeploymentSpec:
+        if self.aggregated and (self.prefill or self.decode):
+            raise ValueError("deployment: give either `aggregated` or `prefill`/`decode` pools, not both")
+        if not (self.aggregated or self.prefill or self.decode):
+            raise ValueError("deployment: needs at least one pool (aggregated, prefill or decode)")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in (self.prefill, self.decode, self.aggregated) if p)
+
+
+class PrecisionSpec(StrictModel):
+    attention: KVFmt | Unknown = "unknown"
+    kv_cache: KVFmt | Unknown = "unknown"
+    dense: WeightFmt | Unknown = "unknown"
+    moe: WeightFmt | Unknown = "unknown"
+
+
+class MTPSpec(StrictModel):
+    draft_tokens: int = Field(gt=0, le=8)
+    accepted_tokens: float | Unknown = "unknown"
+
+
+class WorkloadSpec(StrictModel):
+    isl: int | Unknown = Field(default="unknown")
+    osl: int | Unknown = Field(default="unknown")
+    concurrency: int | Unknown | None = None
+    concurrency_scope: Literal["per_gpu", "per_instance", "total"] = "total"
+    request_rate: float | None = None
+    kv_len: float | Unknown | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> WorkloadSpec:
+        for name in ("isl", "osl", "concurrency", "kv_len", "request_rate"):
+            v = getattr(self, name)
+            if isinstance(v, int | float) and not isinstance(v, bool) and v <= 0:
+                raise ValueError(f"workload.{name} must be positive (got {v})")
+        if isinstance(self.concurrency, int) and self.request_rate is not None:
+            raise ValueError("workload: give concurrency or request_rate, not both")
+        return self
+
+
+class SLOSpec(StrictModel):
+    ttft_ms: float | None = Field(default=None, gt=0)
+    tpot_ms: float | None = Field(default=None, gt=0)
+    e2e_ms: float | None = Field(default=None, gt=0)
+
+
+class RuntimeSpec(StrictModel):
+    cuda_graphs: bool | Unknown = "unknown"
+    comm_overlap: float | Unknown = Field(default="unknown")
+    ep_imbalance: float | None = Field(default=None, ge=1)
+    redundant_experts: int | Unknown = "unknown"
+    mem_fraction: float | Unknown = "unknown"
+    offload: bool | None = None
+    max_prefill_tokens: int | Unknown = "unknown"
+    kernel_overrides: dict[str, str] = Field(default_factory=dict)
+
+
+class Scenario(StrictModel):
+    name: str = "scenario"
+    model: str
+    hardware: str
+    engine: Engine = "sglang"
+    phase: Phase = "end-to-end"
+    deployment: DeploymentSpec
+    precision: PrecisionSpec = PrecisionSpec()
+    mtp: MTPSpec | Unknown | None = None
+    workload: WorkloadSpec = WorkloadSpec()
+    slo: SLOSpec | None = None
+    runtime: RuntimeSpec = RuntimeSpec()
+
+
+def format_validation_error(exc: ValidationError, where: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"] if not str(x).startswith("function-after"))
+        parts.append(f"{where}: {loc or '(top level)'}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected a mapping of scenario fields")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(format_validation_error(exc, where)) from exc
+
+
+def load_yaml(path: str | Path) -> Any:
+    p = Path(path)
+    try:
+        return yaml.safe_load(p.read_text())
+    except FileNotFoundError as exc:
+        raise ScenarioError(f"file not found: {p}") from exc
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{p}: not valid YAML: {exc}") from exc
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    return parse_scenario(load_yaml(path), where=str(path))

@@ -1,0 +1,131 @@
+"""`planner validate`: predict every anchor of a file (format: shared/validation/README.md) and
+compare with the published value.
+
+Each anchor is parsed, resolved and predicted on its own: a bad anchor becomes a row with
+`predicted: null` and its reason, never a crash of the whole file. The method is `estimate`
+(the steady-state estimator) for every anchor here; the simulator takes over end-to-end anchors
+once it exists.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from planner.defaults import resolve
+from planner.estimator import Estimate, estimate, max_users_at_slo
+from planner.scenario import Scenario, ScenarioError, format_validation_error, load_yaml
+from roofline.errors import PlannerError
+
+Metric = Literal[
+    "input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s",
+    "output_tok_s_per_user", "ttft_ms", "tpot_ms", "e2e_ms", "max_users_at_slo",
+    "decode_time_share_attention", "decode_time_share_moe",
+]
+
+
+class Anchor(Scenario):
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    source: str = ""
+    metric: Metric
+    value: float
+    unit: str = ""
+    tolerance: float = Field(default=0.15, gt=0)
+    notes: str = ""
+
+
+@dataclass(slots=True)
+class AnchorResult:
+    id: str
+    metric: str
+    published: float | None
+    predicted: float | None
+    rel_error: float | None
+    within_tolerance: bool
+    method: str
+    assumed: list[str] = field(default_factory=list)
+    error: str | None = None
+    tolerance: float = 0.15
+
+
+def metric_value(metric: str, est: Estimate) -> float:
+    step = est.decode_step
+    values: dict[str, Any] = {
+        "input_tok_s_per_gpu": est.input_tok_s_per_gpu,
+        "output_tok_s_per_gpu": est.output_tok_s_per_gpu,
+        "total_tok_s_per_gpu": est.total_tok_s_per_gpu,
+        "output_tok_s": est.output_tok_s,
+        "output_tok_s_per_user": est.output_tok_s_per_user,
+        "ttft_ms": est.ttft_s * 1e3,
+        "tpot_ms": est.tpot_s * 1e3,
+        "e2e_ms": est.e2e_s * 1e3,
+        "decode_time_share_attention": step.share("attention") if step else None,
+        "decode_time_share_moe": step.share("moe") if step else None,
+    }
+    v = values[metric]
+    if v is None:
+        raise PlannerError(f"metric {metric} needs a decode step; this anchor's phase has none")
+    return float(v)
+
+
+def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
+    aid = raw.get("id", "?") if isinstance(raw, dict) else "?"
+    metric = raw.get("metric", "?") if isinstance(raw, dict) else "?"
+    published = raw.get("value") if isinstance(raw, dict) else None
+    tol = raw.get("tolerance", 0.15) if isinstance(raw, dict) else 0.15
+    try:
+        if not isinstance(raw, dict):
+            raise ScenarioError("anchor must be a mapping")
+        try:
+            a = Anchor.model_validate(raw)
+        except ValidationError as exc:
+            raise ScenarioError(format_validation_error(exc, f"anchor {aid}")) from exc
+        res = resolve(a, base_dir)
+        if a.metric == "max_users_at_slo":
+            if a.slo is None:
+                raise ScenarioError(f"anchor {aid}: metric max_users_at_slo needs an slo")
+            users, _ = max_users_at_slo(res, a.slo.ttft_ms, a.slo.tpot_ms, a.slo.e2e_ms)
+            predicted = float(users)
+        else:
+            predicted = metric_value(a.metric, estimate(res))
+    except PlannerError as exc:
+        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], str(exc), tol)
+    rel = (predicted - a.value) / a.value if a.value else None
+    ok = rel is not None and abs(rel) <= a.tolerance
+    return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, "estimate", res.assumed, None, a.tolerance)
+
+
+def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:
+    p = Path(path)
+    data = load_yaml(p)
+    if not isinstance(data, dict) or "anchors" not in data:
+        raise ScenarioError(f"{p}: expected `version: 1` and an `anchors:` list")
+    if data.get("version") != 1:
+        raise ScenarioError(f"{p}: version must be 1 (got {data.get('version')!r})")
+    anchors = data["anchors"] or []
+    if not isinstance(anchors, list):
+        raise ScenarioError(f"{p}: `anchors` must be a list")
+    results = [predict_anchor(a, p.parent) for a in anchors]
+    errs = [abs(r.rel_error) for r in results if r.rel_error is not None]
+    summary = {
+        "count": len(results),
+        "predicted": sum(r.predicted is not None for r in results),
+        "within_tolerance": sum(r.within_tolerance for r in results),
+        "median_abs_rel_error": round(statistics.median(errs), 4) if errs else None,
+    }
+    return results, summary
+
+
+def results_json(results: list[AnchorResult], summary: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for r in results:
+        d = asdict(r)
+        d.pop("tolerance")
+        if d["rel_error"] is not None:
+            d["rel_error"] = round(d["rel_error"], 4)
+        rows.append(d)
+    return {"results": rows, "summary": summary}
