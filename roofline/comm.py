@@ -44,22 +44,39 @@ def _arch(hw: HardwareSpec) -> str:
     return "sm_100" if hw.arch in ("sm_100", "sm_103") else "sm_90"
 
 
-def alltoall_time(hw: HardwareSpec, ep: int, bytes_per_gpu: float, launches: int = 1) -> float:
-    """One dispatch or combine: `bytes_per_gpu` leave each GPU for the other ep-1 ranks.
+def ep_copies(hw: HardwareSpec, ep: int, top_k: int, node_limit: int, normal_mode: bool) -> tuple[float, float]:
+    """Expected copies of one token's hidden state sent (over NVLink/PCIe, over RDMA) by an EP
+    dispatch; combine mirrors it.
 
-    Destinations are uniform over ranks; those outside the NVLink domain go over RDMA, and the
-    slower path bounds the operation."""
-    if ep <= 1 or bytes_per_gpu <= 0:
-        return 0.0
-    domain = hw.scaleup.domain_gpus
-    if domain <= 1:  # PCIe-only system
-        return launches * PCIE.latency_s + bytes_per_gpu / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
-    nv = A2A_NVLINK[_arch(hw)]
+    Destinations are uniform over the ep ranks. Within the NVLink domain every remote expert
+    gets its own copy. Beyond it, DeepEP's normal (prefill) kernels send one RDMA copy per
+    destination node and fan out over NVLink, and node-limited routing caps the nodes a token
+    reaches (DeepSeek-V3 report: at most 4); low-latency (decode) kernels send one RDMA copy
+    per remote expert (DeepEP README)."""
+    domain = max(hw.scaleup.domain_gpus, 1)
     if ep <= domain:
-        return launches * nv.latency_s + bytes_per_gpu / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
-    remote = 1.0 - domain / ep
-    t_rdma = bytes_per_gpu * remote / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
-    t_nv = bytes_per_gpu * (1 - remote) / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
+        return top_k * (1 - 1 / ep), 0.0
+    nodes = ep / domain
+    if normal_mode:
+        distinct = min(nodes * (1 - (1 - 1 / nodes) ** top_k), float(node_limit))
+        return top_k * (1 - 1 / ep), distinct * (1 - 1 / nodes)
+    local = domain / ep
+    return top_k * (local - 1 / ep), top_k * (1 - local)
+
+
+def alltoall_time(hw: HardwareSpec, ep: int, nv_bytes: float, rdma_bytes: float, launches: int = 1) -> float:
+    """One dispatch or combine moving `nv_bytes` over NVLink (or PCIe) and `rdma_bytes` over the
+    NIC per GPU; the two paths run concurrently and the slower bounds the operation."""
+    if ep <= 1 or nv_bytes + rdma_bytes <= 0:
+        return 0.0
+    if hw.scaleup.domain_gpus <= 1:  # PCIe-only system
+        total = nv_bytes + rdma_bytes
+        return launches * PCIE.latency_s + total / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
+    nv = A2A_NVLINK[_arch(hw)]
+    t_nv = nv_bytes / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
+    if rdma_bytes <= 0:
+        return launches * nv.latency_s + t_nv
+    t_rdma = rdma_bytes / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
     return launches * A2A_RDMA.latency_s + max(t_rdma, t_nv)
 
 

@@ -68,12 +68,22 @@ class RuntimeOptions(StrictModel):
     mem_fraction: float = Field(default=0.85, gt=0, le=1)
     offload: bool | None = None  # None: offload weights to host only when needed and C2C exists
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
-    launch_gap_graph_us: float = Field(default=2.0, ge=0)
-    launch_gap_eager_us: float = Field(default=12.0, ge=0)
+    kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
+    pdl: bool = False  # programmatic dependent launch: next kernel's launch/prologue overlaps
+    launch_gap_graph_us: float = Field(default=2.0, ge=0)  # gap between kernels in a CUDA graph
+    launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
 
     @property
     def launch_gap_s(self) -> float:
+        if self.pdl and self.cuda_graphs:
+            return 0.0
         return (self.launch_gap_graph_us if self.cuda_graphs else self.launch_gap_eager_us) * 1e-6
+
+    @property
+    def fixed_cost_scale(self) -> float:
+        """PDL overlaps each kernel's prologue with its predecessor's tail (TRT-LLM tech blog 1
+        lists it among the min-latency optimizations); we count half of the per-launch floor."""
+        return 0.5 if self.pdl else 1.0
 
 
 class InstanceSpec(StrictModel):

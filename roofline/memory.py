@@ -92,12 +92,15 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
     exactly that much when allowed."""
     hw, m, p = inst.hardware, inst.model, inst.parallel
     cap = hw.mem_bytes
-    budget = cap * inst.runtime.mem_fraction
     base, experts = weight_bytes(inst)
     buffers = DEEPEP_BUFFER_BYTES if p.ep > 1 and p.dp_attention > 1 else 0.0
     tokens = max_step_tokens / p.dp_attention * (1 + (inst.mtp.draft_tokens if inst.mtp else 0))
     act = tokens * m.hidden_size * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
-    act += tokens * m.vocab_size / p.tp * 4 if tokens < 4096 else 4096 * m.vocab_size / p.tp * 4
+    act += min(tokens, 4096) * m.vocab_size / p.tp * 4
+    if inst.runtime.kv_from_free_memory:  # TRT-LLM: fraction of what weights and activations leave
+        budget = base + experts + buffers + inst.runtime.mem_fraction * (cap - base - experts - buffers - act)
+    else:  # SGLang mem_fraction_static: weights + KV within the fraction, the rest for activations
+        budget = cap * inst.runtime.mem_fraction
     kv_heads = None
     if isinstance(m.attention, GQAAttention):
         kv_heads = max(1, m.attention.num_kv_heads // p.tp)
@@ -124,7 +127,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
             f"(mem_fraction {inst.runtime.mem_fraction} of {hw.memory_gb:g} GB) by {short:.1f} GB"
             + ("" if allow else "; offload is off")
         )
-    if act > cap - budget:
+    if act > cap - budget and not inst.runtime.kv_from_free_memory:
         raise InsufficientMemoryError(
             f"activations for {tokens:.0f} tokens per step need {act / 1e9:.1f} GB but only "
             f"{(cap - budget) / 1e9:.1f} GB is left outside mem_fraction {inst.runtime.mem_fraction}; "

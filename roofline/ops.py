@@ -38,7 +38,7 @@ from roofline.params import (
 )
 from roofline.precision import BYTES_PER_PARAM, gemm_rate_key
 
-Category = Literal["attention", "dense_gemm", "moe", "ep_comm", "tp_comm", "other"]
+Category = Literal["attention", "indexer", "dense_gemm", "moe", "ep_comm", "tp_comm", "other"]
 ACT = 2.0  # bytes per BF16 activation element
 
 
@@ -120,7 +120,7 @@ def _mla_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: flo
         qk, v = a.qk_nope_head_dim + rope, a.v_head_dim
         pairs = b.causal_pairs(topk) / dp
         toks = b.prefill_tokens / dp
-        ops.append(Op("attention.prefill", "attention", "sparse_attn" if topk else "attn_prefill", "bf16",
+        ops.append(Op("attention.prefill", "attention", "sparse_prefill" if topk else "attn_prefill", "bf16",
                       flops=pairs * heads * 2 * (qk + v) * n,
                       bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n, launches=2 * n))
     if a.indexer:
@@ -128,7 +128,7 @@ def _mla_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: flo
         key_bytes = ix.head_dim * (1 + 4 / 128)
         scored = kv_sum * q + b.causal_pairs() / dp  # (query, key) pairs the indexer scores
         keys_read = kv_sum + (b.prefill_tokens + b.prefix_sum()) / dp
-        ops.append(Op("attention.indexer", "attention", "indexer", "fp8",
+        ops.append(Op("attention.indexer", "indexer", "indexer", "fp8",
                       flops=scored * ix.num_heads * ix.head_dim * 2 * n,
                       bytes=keys_read * key_bytes * n, launches=3 * n))
     return ops
@@ -158,12 +158,12 @@ def _compressed_ops(inst: InstanceSpec, b: StepBatch, n: float, ratio: int, head
             pairs += b.causal_pairs(4 * ix.topk) / 4
         elif ratio:
             pairs += b.causal_pairs() / ratio
-        ops.append(Op("attention.prefill", "attention", "sparse_attn", "bf16",
+        ops.append(Op("attention.prefill", "attention", "sparse_prefill", "bf16",
                       flops=pairs / dp * heads * 4 * d * n,
                       bytes=b.prefill_tokens / dp * (heads + 1) * d * ACT * n, launches=2 * n))
     if ratio == 4:
         scored = seqs * q * kv_mean / 4 + b.causal_pairs() / 4 / dp
-        ops.append(Op("attention.indexer", "attention", "indexer", "fp8",
+        ops.append(Op("attention.indexer", "indexer", "indexer", "fp8",
                       flops=scored * ix.num_heads * ix.head_dim * 2 * n,
                       bytes=(seqs * kv_mean + b.prefill_tokens / dp) / 4 * ix.head_dim * kvb * n,
                       launches=3 * n))
@@ -229,9 +229,10 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     touched = local * (1 - math.exp(-b.tokens * e.top_k / e.num_experts))
     ep_params = expert_params(m) / p.moe_tp
     wb = BYTES_PER_PARAM[prec.moe]
-    path = select(inst.hardware.arch, "moe_gemm", prec.moe, inst.runtime.kernel_overrides)
+    family = "moe_gemv" if not b.prefill_tokens else "moe_gemm"  # decode-only steps may use GEMV kernels
+    path = select(inst.hardware.arch, family, prec.moe, inst.runtime.kernel_overrides)
     weights = (pairs_max if not path.weight_reuse else max(touched, 1.0)) * ep_params * wb
-    ops.append(Op("moe.experts", "moe", "moe_gemm", gemm_rate_key(prec.moe, inst.hardware, "precision.moe"),
+    ops.append(Op("moe.experts", "moe", family, gemm_rate_key(prec.moe, inst.hardware, "precision.moe"),
                   flops=2 * pairs_max * ep_params * n,
                   bytes=(weights + pairs_max * m.hidden_size * ACT * 3) * n, launches=5 * n, fmt=prec.moe,
                   rows_per_group=pairs_max / max(touched, 1.0)))

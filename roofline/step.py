@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from roofline.batch import StepBatch
-from roofline.comm import allreduce_time, alltoall_time
+from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernels import select
 from roofline.ops import ACT, Op, attention_ops, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
 Source = Literal["roofline", "calibrated", "measured"]
-CATEGORIES = ("attention", "dense_gemm", "moe", "ep_comm", "tp_comm", "other")
+CATEGORIES = ("attention", "indexer", "dense_gemm", "moe", "ep_comm", "tp_comm", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
         flops *= math.ceil(op.rows_per_group / path.tile_m) * path.tile_m / op.rows_per_group
     t_c = flops / (peak * path.compute_eff)
     t_m = op.bytes / (hw.mem_bw * path.memory_eff)
-    fixed = op.launches * path.fixed_s
+    fixed = op.launches * path.fixed_s * inst.runtime.fixed_cost_scale
     bound = "compute" if t_c >= t_m else "memory"
     if fixed > max(t_c, t_m):
         bound = "latency"
@@ -118,10 +118,14 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
     if m.moe and b.tokens:
         n_moe = m.moe_layers * scale
         if p.dp_attention > 1 and p.ep > 1:
-            per_gpu = b.tokens / stage_gpus * m.moe.top_k * m.hidden_size * (1 - 1 / p.ep)
-            disp = alltoall_time(hw, p.ep, per_gpu * DISPATCH_BYTES[inst.precision.moe])
-            comb = alltoall_time(hw, p.ep, per_gpu * ACT)
-            ops.append(Op("ep.dispatch_combine", "ep_comm", "comm", "bf16", bytes=per_gpu * 3,
+            moe = m.moe
+            limit = moe.topk_group if moe.n_group > 1 else moe.top_k
+            nv, rdma = ep_copies(hw, p.ep, moe.top_k, limit, normal_mode=bool(b.prefill_tokens))
+            elems = b.tokens / stage_gpus * m.hidden_size
+            disp_b = DISPATCH_BYTES[inst.precision.moe]
+            disp = alltoall_time(hw, p.ep, nv * elems * disp_b, rdma * elems * disp_b)
+            comb = alltoall_time(hw, p.ep, nv * elems * ACT, rdma * elems * ACT)
+            ops.append(Op("ep.dispatch_combine", "ep_comm", "comm", "bf16", bytes=(nv + rdma) * elems * 3,
                           comm_s=(disp + comb) * n_moe))
         elif stage_gpus > 1 and p.dp_attention == 1:
             ops.append(Op("moe.allreduce", "tp_comm", "comm", "bf16", bytes=act,
@@ -165,7 +169,8 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
     timed: list[OpTime] = []
     for c in comm:
         if c.category == "ep_comm" and inst.runtime.comm_overlap:
-            h = min(c.time_s * inst.runtime.comm_overlap, compute)
+            # two-batch / fine-grained overlap hides part of the shorter of comm and compute
+            h = inst.runtime.comm_overlap * min(c.time_s, compute)
             hidden += h
             c = OpTime(c.name, c.category, c.time_s - h, c.flops, c.bytes, c.kernel, c.bound, c.source)
         timed.append(c)
