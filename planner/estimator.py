@@ -38,7 +38,8 @@ class Estimate:
     decode_step: StepCost | None = None
     prefill_step: StepCost | None = None
     memory: dict[str, MemoryPlan] = field(default_factory=dict)
-    saturated: bool = False
+    saturated: bool = False  # open loop: the offered rate exceeds what the deployment serves
+    limit: str = ""  # the resource that binds, if any (e.g. "prefill pool at capacity")
     assumed: list[str] = field(default_factory=list)
 
     @property
@@ -178,10 +179,11 @@ def estimate_aggregated(res: Resolved, concurrency: float | None = None) -> Esti
     assert step_d is not None
     e2e = ttft + (res.osl - 1) * tpot
     total_x = x * inst_n
+    limit = "decode KV capacity" if b_dec >= cap else ("prefill stalls decode" if rho >= 0.95 else "")
     est = Estimate("aggregated", pool.spec.gpus, conc or total_x * e2e, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                    input_tok_s=total_x * res.isl, output_tok_s=total_x * res.osl, decode_batch=b_dec,
                    decode_step=step_d, prefill_step=step_p, assumed=list(res.assumed),
-                   saturated=rho >= 0.95 or b_dec >= cap)
+                   saturated=bool(limit) and res.request_rate is not None, limit=limit)
     est.memory["aggregated"] = decode_memory(pool)
     return est
 
@@ -194,30 +196,38 @@ def estimate_disaggregated(res: Resolved, concurrency: float | None = None) -> E
     step_pb, done = prefill_step(pre, res.isl, budget)
     mu = pre.spec.instances * done / step_pb.time_s  # prefill pool capacity, requests/s
     kv_bytes = res.isl * plan_memory(dec.instance).kv_bytes_per_token
-    same = res.gpus <= res.hardware.scaleup.domain_gpus or res.hardware.scaleup.domain_gpus >= 72
+    same = res.gpus <= res.hardware.scaleup.domain_gpus
     transfer = kv_transfer_time(res.hardware, same, kv_bytes)
     cap = decode_capacity(dec, res.isl + res.osl) * dec.spec.instances
-    x = res.request_rate or 0.0
-    c = conc if conc is not None else 0.0
-    b_tot, ttft, tpot = max(c, 1.0), 0.0, 0.0
-    step_d = None
+    n_dec = dec.spec.instances
+    closed = res.request_rate is None
+    c = conc if conc is not None else 1.0
+    x = res.request_rate or min(mu, c / (step_p1.time_s + res.osl * 0.01))
+    b_tot, tpot, ttft, step_d = max(c, 1.0), 0.0, 0.0, None
     for _ in range(80):
-        rho = x / mu
-        ttft = step_p1.time_s + min(_mdl_wait(min(rho, 0.999), 1 / mu), c * step_p1.time_s or math.inf) + transfer
-        step_d = decode_step(dec, max(b_tot / dec.spec.instances, 1.0), res.kv_len)
+        step_d = decode_step(dec, max(min(b_tot, cap) / n_dec, 1.0), res.kv_len)
         tpot = step_d.time_s / _tps(dec)
-        if res.request_rate:
-            b_tot = 0.5 * b_tot + 0.5 * min(max(x * (res.osl - 1) * tpot, 1.0), cap)
+        decode_s = (res.osl - 1) * tpot
+        rho = min(x / mu, 0.999)
+        ttft_min = step_p1.time_s + _mdl_wait(rho, 1 / mu) + transfer
+        if closed:  # Little's law over the whole loop: C = X (TTFT + decode time)
+            x_new = min(c / (ttft_min + decode_s), mu)
+            x = 0.5 * x + 0.5 * x_new
+            ttft = max(ttft_min, c / x - decode_s)
         else:
-            e2e = ttft + (res.osl - 1) * tpot
-            x = c / e2e if not x else 0.5 * x + 0.5 * min(c / e2e, mu * 0.999)
-            b_tot = max(c - x * ttft, 1.0)
+            ttft = ttft_min
+        b_tot = 0.5 * b_tot + 0.5 * max(x * decode_s, 1.0)
     assert step_d is not None
     e2e = ttft + (res.osl - 1) * tpot
-    est = Estimate("disaggregated", res.gpus, c or x * e2e, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-                   input_tok_s=x * res.isl, output_tok_s=x * res.osl, decode_batch=b_tot / dec.spec.instances,
+    limit = ""
+    if x >= 0.98 * mu:
+        limit = "prefill pool at capacity" if closed else "request rate exceeds prefill capacity"
+    elif b_tot >= cap:
+        limit = "decode KV capacity"
+    est = Estimate("disaggregated", res.gpus, c if closed else x * e2e, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
+                   input_tok_s=x * res.isl, output_tok_s=x * res.osl, decode_batch=b_tot / n_dec,
                    decode_step=step_d, prefill_step=step_p1, assumed=list(res.assumed),
-                   saturated=x >= 0.99 * mu or b_tot >= cap)
+                   saturated=bool(limit) and not closed, limit=limit)
     est.memory["prefill"] = plan_memory(pre.instance, kv_needed_tokens=2 * budget)
     est.memory["decode"] = decode_memory(dec)
     return est
@@ -241,7 +251,7 @@ def max_users_at_slo(res: Resolved, ttft_ms: float | None, tpot_ms: float | None
 
     def ok(c: int) -> tuple[bool, Estimate]:
         e = estimate(res, float(c))
-        good = not e.saturated
+        good = not e.saturated and "KV" not in e.limit
         good &= ttft_ms is None or e.ttft_s * 1e3 <= ttft_ms
         good &= tpot_ms is None or e.tpot_s * 1e3 <= tpot_ms
         good &= e2e_ms is None or e.e2e_s * 1e3 <= e2e_ms

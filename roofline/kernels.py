@@ -97,14 +97,14 @@ KERNELS: dict[str, KernelPath] = {p.name: p for p in [
        "native cutlass FP4 grouped GEMM on sm_120 (seed 003: NVFP4 moved MoE onto tensor cores)",
        tile_m=128),
     _k("triton-fused-moe-sm120", True, 0.40, 0.50, 8, "Triton fused_moe on sm_120", tile_m=64),
-    _k("triton-mxfp4-slot-gemv-sm120", False, 1.0, 0.040, 8,
+    _k("triton-mxfp4-slot-gemv-sm120", False, 1.0, 0.0404, 8,
        "seed 003 profile: MXFP4 MoE slot-GEMV runs on CUDA cores, 38% of a 510 ms step at C=16 "
-       "(TP4); memory efficiency fitted to that profile (calibration/seed003.md)",
+       "(TP4); memory efficiency fitted to that profile by calibration/seed003.py",
        weight_reuse=False),
-    _k("triton-sparse-mla-sm120", False, 0.00026, 0.60, 10,
+    _k("triton-sparse-mla-sm120", False, 0.000292, 0.60, 10,
        "seed 003 profile: sparse-MLA attention runs as a Triton CUDA-core fallback, 39% of a 510 ms "
-       "step at C=16 (TP4); efficiency vs CUDA-core FP32 peak fitted to that profile "
-       "(calibration/seed003.md)"),
+       "step at C=16 (TP4); efficiency vs CUDA-core FP32 peak fitted to that profile by "
+       "calibration/seed003.py (latency-bound: ~0.03% of peak)"),
     _k("triton-sparse-prefill-sm120", False, 0.05, 0.50, 15,
        "SGLang #30272: FlashMLA sparse prefill covers SM90a/SM100f only; sm_120 prefill runs a Triton "
        "CUDA-core kernel; 5% of FP32 peak assumed (many queries per launch, unlike decode)"),

@@ -1,0 +1,149 @@
+"""The `planner` command line: catalog, estimate, explain, validate, plan.
+
+Thin: parses arguments, calls the Python API, renders with `planner.report`. A `PlannerError`
+(bad input, a deployment that does not fit) prints one line and exits with status 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.defaults import resolve
+from planner.estimator import estimate as run_estimate
+from planner.explain import explain as run_explain
+from planner.report import (
+    estimate_dict,
+    explanation_dict,
+    print_estimate,
+    print_explanation,
+    print_validation,
+)
+from planner.scenario import Scenario, load_scenario, parse_scenario
+from planner.validate import results_json, validate_file
+from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
+from roofline.errors import PlannerError
+from roofline.params import active_params, kv_bytes_per_token, total_params
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
+con = Console()
+err = Console(stderr=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+
+
+def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except PlannerError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+
+    return run
+
+
+def default_scenario() -> Scenario:
+    text = (resources.files("planner") / "scenarios" / "default.yaml").read_text()
+    import yaml
+
+    return parse_scenario(yaml.safe_load(text), where="default scenario")
+
+
+@app.command()
+@_user_errors
+def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "all") -> None:
+    """List the models and GPU systems the planner knows."""
+    if what not in ("all", "models", "hardware"):
+        raise PlannerError(f"catalog: unknown section {what!r}; allowed: all, models, hardware")
+    if what in ("all", "models"):
+        t = Table(title="models")
+        for col in ("id", "name", "layers", "total params", "active", "KV B/token bf16", "attention"):
+            t.add_column(col)
+        for mid in model_ids():
+            m = get_model(mid)
+            t.add_row(mid, m.name, str(m.num_layers), f"{total_params(m) / 1e9:,.1f}B",
+                      f"{active_params(m) / 1e9:,.1f}B", f"{kv_bytes_per_token(m, 'bf16'):,.0f}", m.attention.kind)
+        con.print(t)
+    if what in ("all", "hardware"):
+        t = Table(title="hardware (dense peaks per GPU)")
+        for col in ("id", "arch", "BF16 TF", "FP8 TF", "FP4 TF", "memory", "BW TB/s", "NVLink domain", "NIC Gb/s"):
+            t.add_column(col)
+        for hid in hardware_ids():
+            h = get_hardware(hid)
+            fp4 = f"{h.peak_tflops.fp4:,.0f}" if h.peak_tflops.fp4 else "-"
+            t.add_row(hid, h.arch, f"{h.peak_tflops.bf16:,.0f}", f"{h.peak_tflops.fp8:,.0f}", fp4,
+                      f"{h.memory_gb:g} GB", f"{h.memory_bw_tbps:g}", str(h.scaleup.domain_gpus),
+                      f"{h.nic_gbps_per_gpu:g}")
+        con.print(t)
+
+
+def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json: bool, title: str) -> None:
+    res = resolve(s, base)
+    est = run_estimate(res, concurrency)
+    if as_json:
+        print(json.dumps(estimate_dict(est), indent=2))
+    else:
+        print_estimate(con, title, est)
+
+
+@app.command()
+@_user_errors
+def estimate(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML (see examples/)")],
+    concurrency: Annotated[float | None, typer.Option(help="total requests in flight (overrides the file)")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Steady-state TTFT, TPOT, throughput, step breakdown and memory for a scenario."""
+    s = load_scenario(scenario)
+    _estimate(s, scenario.parent, concurrency, as_json, s.name)
+
+
+@app.command()
+@_user_errors
+def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_json: JsonFlag = False) -> None:
+    """Where the time goes, the hardware limit, and which change buys the most."""
+    s = load_scenario(scenario)
+    x = run_explain(resolve(s, scenario.parent))
+    if as_json:
+        print(json.dumps(explanation_dict(x), indent=2))
+    else:
+        con.print(f"[bold]{s.name}[/bold]")
+        print_explanation(con, x)
+
+
+@app.command()
+@_user_errors
+def validate(anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")],
+             as_json: JsonFlag = False) -> None:
+    """Predict every anchor of a file and compare with the published values."""
+    results, summary = validate_file(anchors)
+    if as_json:
+        print(json.dumps(results_json(results, summary), indent=2))
+    else:
+        print_validation(con, results, summary)
+
+
+@app.command()
+@_user_errors
+def plan(as_json: JsonFlag = False) -> None:
+    """Run the documented default scenario (DeepSeek-V3 on GB200 NVL72, 2k/1k, disaggregated).
+
+    The search over deployments arrives with the planner issue; for now this estimates the
+    default scenario (planner/scenarios/default.yaml)."""
+    s = default_scenario()
+    _estimate(s, None, None, as_json, s.name)
+
+
+if __name__ == "__main__":
+    app()

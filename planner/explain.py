@@ -1,0 +1,119 @@
+"""`planner explain`: where a deployment's time goes, how far it is from the hardware's limit,
+and which single change buys the most.
+
+The hardware limit of a step is its speed of light: all its FLOPs at the tensor-core peak and
+all its bytes at full memory bandwidth, whichever is longer, with no fixed costs or
+communication. Levers are re-estimated with the same estimator (one change at a time) and
+ranked by output tokens/s per GPU at the same concurrency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planner.defaults import Pool, Resolved
+from planner.estimator import Estimate, estimate
+from roofline.deployment import InstanceSpec, MTPConfig
+from roofline.errors import PlannerError
+from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
+from roofline.precision import peak_flops
+from roofline.step import CATEGORIES, StepCost
+
+
+@dataclass(slots=True)
+class Lever:
+    name: str
+    output_tok_s_per_gpu: float | None
+    tpot_ms: float | None
+    gain: float | None  # relative change of output tok/s per GPU
+    note: str = ""
+
+
+@dataclass(slots=True)
+class Explanation:
+    estimate: Estimate
+    phase_step: str  # which step the breakdown shows
+    categories: dict[str, float]  # seconds per category
+    bottleneck: str
+    speed_of_light_s: float
+    levers: list[Lever] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)  # CUDA-core kernels in use
+
+
+def speed_of_light(step: StepCost, inst: InstanceSpec) -> float:
+    """Lower bound of the step on this GPU: total FLOPs at the best tensor-core rate of the mix,
+    or total bytes at peak bandwidth."""
+    hw = inst.hardware
+    best = max(peak_flops(hw, "fp8"), peak_flops(hw, "fp4") if hw.peak_tflops.fp4 else 0.0)
+    flops = sum(o.flops for o in step.ops)
+    data = sum(o.bytes for o in step.ops if o.category not in ("ep_comm", "tp_comm"))
+    return max(flops / best, data / hw.mem_bw)
+
+
+def _with(res: Resolved, change: Callable[[InstanceSpec], InstanceSpec]) -> Resolved:
+    pools = {k: Pool(p.role, p.spec, change(p.instance)) for k, p in res.pools.items()}
+    return Resolved(res.scenario, res.model, res.hardware, pools, res.isl, res.osl, res.kv_len,
+                    res.concurrency, res.request_rate, res.max_prefill_tokens, list(res.assumed))
+
+
+def _runtime(inst: InstanceSpec, **kw: object) -> InstanceSpec:
+    return inst.model_copy(update={"runtime": inst.runtime.model_copy(update=kw)})
+
+
+def _precision(inst: InstanceSpec, **kw: str) -> InstanceSpec:
+    new = inst.model_copy(update={"precision": inst.precision.model_copy(update=kw)})
+    return InstanceSpec.model_validate(new.model_dump(), strict=False)
+
+
+def candidate_levers(res: Resolved, main: InstanceSpec) -> dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]]:
+    hw, m, prec, rt = res.hardware, res.model, main.precision, main.runtime
+    out: dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]] = {}
+    fallbacks = {f: select(hw.arch, f, fmt, rt.kernel_overrides).name
+                 for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))}
+    tc = {f: TENSOR_CORE_ALTERNATIVE[n] for f, n in fallbacks.items() if n in TENSOR_CORE_ALTERNATIVE}
+    if tc:
+        out["tensor-core kernels for " + ", ".join(sorted(tc))] = (
+            lambda i: _runtime(i, kernel_overrides={**i.runtime.kernel_overrides, **tc}),
+            "replaces the CUDA-core fallbacks (the ceiling a custom kernel would reach)")
+    if prec.attention == "bf16":
+        out["fp8 attention and KV cache"] = (lambda i: _precision(i, attention="fp8", kv_cache="fp8"),
+                                             "halves KV bytes, doubles KV capacity")
+    if hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
+        out["nvfp4 experts"] = (lambda i: _precision(i, moe="nvfp4"), "FP4 tensor cores, half the expert bytes")
+    if not rt.cuda_graphs:
+        out["CUDA graphs on"] = (lambda i: _runtime(i, cuda_graphs=True), "removes eager launch overhead")
+    if m.mtp_layers and main.mtp is None:
+        mtp = MTPConfig(draft_tokens=1, accepted_tokens=0.85)
+        out["MTP, 1 draft token"] = (lambda i: i.model_copy(update={"mtp": mtp}),
+                                     "DeepSeek-V3 report: 85% acceptance of the first draft")
+    if main.parallel.ep > 1 and main.parallel.dp_attention > 1 and rt.comm_overlap < 0.9:
+        out["full comm/compute overlap"] = (lambda i: _runtime(i, comm_overlap=0.9), "hides EP all-to-all")
+    return out
+
+
+def explain(res: Resolved) -> Explanation:
+    base = estimate(res)
+    role = "decode" if "decode" in res.pools else ("aggregated" if "aggregated" in res.pools else "prefill")
+    step = base.decode_step if role != "prefill" or base.decode_step else base.prefill_step
+    if step is None:
+        step = base.prefill_step
+    assert step is not None
+    main = res.pools[role].instance
+    cats = step.by_category()
+    bottleneck = max(CATEGORIES, key=lambda c: cats[c])
+    fallbacks = sorted({o.kernel for o in step.ops if o.kernel in TENSOR_CORE_ALTERNATIVE})
+    exp = Explanation(base, "decode" if step is base.decode_step else "prefill", cats, bottleneck,
+                      speed_of_light(step, main), fallbacks=fallbacks)
+    base_tput = base.output_tok_s_per_gpu or base.input_tok_s_per_gpu
+    for name, (change, note) in candidate_levers(res, main).items():
+        try:
+            e = estimate(_with(res, change))
+        except PlannerError as exc:
+            exp.levers.append(Lever(name, None, None, None, f"not possible: {exc}"))
+            continue
+        tput = e.output_tok_s_per_gpu or e.input_tok_s_per_gpu
+        gain = tput / base_tput - 1 if base_tput else None
+        exp.levers.append(Lever(name, tput, e.tpot_s * 1e3 if e.tpot_s else None, gain, note))
+    exp.levers.sort(key=lambda lv: -(lv.gain if lv.gain is not None else -1e9))
+    return exp

@@ -1,0 +1,161 @@
+"""Render estimates, explanations and validation results as rich tables or JSON-ready dicts.
+
+Pure presentation: every number shown is computed elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.estimator import Estimate
+from planner.explain import Explanation
+from planner.validate import AnchorResult
+from roofline.step import CATEGORIES, StepCost
+
+
+def estimate_dict(e: Estimate) -> dict[str, Any]:
+    return {
+        "mode": e.mode,
+        "gpus": e.gpus,
+        "concurrency": round(e.concurrency, 2),
+        "decode_batch_per_instance": round(e.decode_batch, 2),
+        "ttft_ms": round(e.ttft_s * 1e3, 3),
+        "tpot_ms": round(e.tpot_s * 1e3, 4),
+        "e2e_ms": round(e.e2e_s * 1e3, 2),
+        "input_tok_s": round(e.input_tok_s, 2),
+        "output_tok_s": round(e.output_tok_s, 2),
+        "input_tok_s_per_gpu": round(e.input_tok_s_per_gpu, 2),
+        "output_tok_s_per_gpu": round(e.output_tok_s_per_gpu, 2),
+        "total_tok_s_per_gpu": round(e.total_tok_s_per_gpu, 2),
+        "output_tok_s_per_user": round(e.output_tok_s_per_user, 3),
+        "saturated": e.saturated,
+        "limit": e.limit,
+        "decode_step": step_dict(e.decode_step),
+        "prefill_step": step_dict(e.prefill_step),
+        "memory_gb": {k: {n: round(v, 3) for n, v in p.breakdown_gb().items()} for k, p in e.memory.items()},
+        "assumed": e.assumed,
+    }
+
+
+def step_dict(s: StepCost | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "time_ms": round(s.time_s * 1e3, 4),
+        "tokens": s.tokens,
+        "by_category_ms": {k: round(v * 1e3, 4) for k, v in s.by_category().items()},
+        "ops": [{"name": o.name, "category": o.category, "time_ms": round(o.time_s * 1e3, 4),
+                 "kernel": o.kernel, "bound": o.bound, "source": o.source} for o in s.ops],
+        "notes": list(s.notes),
+    }
+
+
+def print_estimate(con: Console, title: str, e: Estimate) -> None:
+    t = Table(title=title, show_header=False)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    rows = [
+        ("mode", e.mode), ("GPUs", f"{e.gpus}"), ("concurrency", f"{e.concurrency:,.0f}"),
+        ("decode batch / instance", f"{e.decode_batch:,.1f}"), ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
+        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms"), ("E2E", f"{e.e2e_s * 1e3:,.0f} ms"),
+        ("input tok/s per GPU", f"{e.input_tok_s_per_gpu:,.0f}"),
+        ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.0f}"),
+        ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}"),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    if e.limit:
+        t.add_row("[yellow]binding limit[/yellow]", e.limit)
+    if e.saturated:
+        t.add_row("[red]saturated[/red]", "the offered load exceeds capacity")
+    con.print(t)
+    for step, name in ((e.prefill_step, "prefill"), (e.decode_step, "decode")):
+        if step is not None:
+            print_step(con, f"{name} step: {step.time_s * 1e3:,.2f} ms for {step.tokens:,} tokens", step)
+    for role, plan in e.memory.items():
+        mt = Table(title=f"memory per GPU ({role} pool), GB")
+        for k in plan.breakdown_gb():
+            mt.add_column(k, justify="right")
+        mt.add_row(*(f"{v:,.1f}" for v in plan.breakdown_gb().values()))
+        con.print(mt)
+    if e.assumed:
+        con.print("[dim]assumed:[/dim]")
+        for a in e.assumed:
+            con.print(f"[dim]  - {a}[/dim]")
+
+
+def print_step(con: Console, title: str, s: StepCost) -> None:
+    total = sum(o.time_s for o in s.ops) or 1.0
+    t = Table(title=title)
+    for col in ("op", "category", "ms", "share", "kernel", "bound", "source"):
+        t.add_column(col, justify="right" if col in ("ms", "share") else "left")
+    for o in sorted(s.ops, key=lambda o: -o.time_s):
+        if o.time_s <= 0:
+            continue
+        t.add_row(o.name, o.category, f"{o.time_s * 1e3:,.3f}", f"{o.time_s / total:.1%}", o.kernel, o.bound,
+                  o.source)
+    con.print(t)
+    for n in s.notes:
+        con.print(f"[dim]{n}[/dim]")
+
+
+def print_explanation(con: Console, x: Explanation) -> None:
+    print_estimate(con, "estimate", x.estimate)
+    total = sum(x.categories.values()) or 1.0
+    t = Table(title=f"{x.phase_step} step by category")
+    t.add_column("category")
+    t.add_column("ms", justify="right")
+    t.add_column("share", justify="right")
+    for c in CATEGORIES:
+        t.add_row(c, f"{x.categories[c] * 1e3:,.2f}", f"{x.categories[c] / total:.1%}")
+    con.print(t)
+    con.print(f"bottleneck: [bold]{x.bottleneck}[/bold] ({x.categories[x.bottleneck] / total:.0%} of the step)")
+    con.print(f"hardware limit of this step: {x.speed_of_light_s * 1e3:,.2f} ms "
+              f"(all FLOPs at peak or all bytes at full bandwidth); the model predicts "
+              f"{total * 1e3:,.2f} ms, {total / x.speed_of_light_s:,.1f}x the limit")
+    if x.fallbacks:
+        con.print(f"[yellow]CUDA-core fallback kernels in use: {', '.join(x.fallbacks)}[/yellow]")
+    lt = Table(title="what one change buys (same concurrency)")
+    for col in ("change", "out tok/s/GPU", "TPOT ms", "gain", "note"):
+        lt.add_column(col, justify="right" if col in ("out tok/s/GPU", "TPOT ms", "gain") else "left")
+    for lv in x.levers:
+        lt.add_row(lv.name, "-" if lv.output_tok_s_per_gpu is None else f"{lv.output_tok_s_per_gpu:,.1f}",
+                   "-" if lv.tpot_ms is None else f"{lv.tpot_ms:,.2f}",
+                   "-" if lv.gain is None else f"{lv.gain:+.0%}", lv.note)
+    con.print(lt)
+
+
+def explanation_dict(x: Explanation) -> dict[str, Any]:
+    return {
+        "estimate": estimate_dict(x.estimate),
+        "phase_step": x.phase_step,
+        "by_category_ms": {k: round(v * 1e3, 4) for k, v in x.categories.items()},
+        "bottleneck": x.bottleneck,
+        "speed_of_light_ms": round(x.speed_of_light_s * 1e3, 4),
+        "fallback_kernels": x.fallbacks,
+        "levers": [{"change": lv.name, "output_tok_s_per_gpu": lv.output_tok_s_per_gpu, "tpot_ms": lv.tpot_ms,
+                    "gain": lv.gain, "note": lv.note} for lv in x.levers],
+    }
+
+
+def print_validation(con: Console, results: list[AnchorResult], summary: dict[str, Any]) -> None:
+    t = Table(title="anchors: predicted vs published")
+    for col in ("id", "metric", "published", "predicted", "error", "tol", "ok", "method"):
+        t.add_column(col, justify="right" if col in ("published", "predicted", "error", "tol") else "left")
+    for r in results:
+        pred = "-" if r.predicted is None else f"{r.predicted:,.4g}"
+        err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
+        ok = "[green]yes[/green]" if r.within_tolerance else ("[red]error[/red]" if r.error else "[red]no[/red]")
+        t.add_row(r.id, r.metric, f"{r.published:,.4g}" if r.published is not None else "-", pred, err,
+                  f"{r.tolerance:.0%}", ok, r.method)
+    con.print(t)
+    for r in results:
+        if r.error:
+            con.print(f"[red]{r.id}: {r.error}[/red]")
+    med = summary["median_abs_rel_error"]
+    con.print(f"{summary['within_tolerance']} of {summary['count']} within tolerance; "
+              f"{summary['predicted']} predicted; median |error| "
+              f"{'-' if med is None else f'{med:.1%}'}")
