@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from functools import wraps
 from importlib import resources
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -35,8 +37,9 @@ from roofline.errors import PlannerError
 from roofline.params import active_params, kv_bytes_per_token, total_params
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
-con = Console()
-err = Console(stderr=True)
+# Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
+con = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
@@ -55,8 +58,6 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
 
 def default_scenario() -> Scenario:
     text = (resources.files("planner") / "scenarios" / "default.yaml").read_text()
-    import yaml
-
     return parse_scenario(yaml.safe_load(text), where="default scenario")
 
 
@@ -69,22 +70,37 @@ def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "a
     if what in ("all", "models"):
         t = Table(title="models")
         for col in ("id", "name", "layers", "total params", "active", "KV B/token bf16", "attention"):
-            t.add_column(col)
+            t.add_column(col, no_wrap=col == "id")
         for mid in model_ids():
             m = get_model(mid)
-            t.add_row(mid, m.name, str(m.num_layers), f"{total_params(m) / 1e9:,.1f}B",
-                      f"{active_params(m) / 1e9:,.1f}B", f"{kv_bytes_per_token(m, 'bf16'):,.0f}", m.attention.kind)
+            t.add_row(
+                mid,
+                m.name,
+                str(m.num_layers),
+                f"{total_params(m) / 1e9:,.1f}B",
+                f"{active_params(m) / 1e9:,.1f}B",
+                f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
+                m.attention.kind,
+            )
         con.print(t)
     if what in ("all", "hardware"):
         t = Table(title="hardware (dense peaks per GPU)")
         for col in ("id", "arch", "BF16 TF", "FP8 TF", "FP4 TF", "memory", "BW TB/s", "NVLink domain", "NIC Gb/s"):
-            t.add_column(col)
+            t.add_column(col, no_wrap=col == "id")
         for hid in hardware_ids():
             h = get_hardware(hid)
             fp4 = f"{h.peak_tflops.fp4:,.0f}" if h.peak_tflops.fp4 else "-"
-            t.add_row(hid, h.arch, f"{h.peak_tflops.bf16:,.0f}", f"{h.peak_tflops.fp8:,.0f}", fp4,
-                      f"{h.memory_gb:g} GB", f"{h.memory_bw_tbps:g}", str(h.scaleup.domain_gpus),
-                      f"{h.nic_gbps_per_gpu:g}")
+            t.add_row(
+                hid,
+                h.arch,
+                f"{h.peak_tflops.bf16:,.0f}",
+                f"{h.peak_tflops.fp8:,.0f}",
+                fp4,
+                f"{h.memory_gb:g} GB",
+                f"{h.memory_bw_tbps:g}",
+                str(h.scaleup.domain_gpus),
+                f"{h.nic_gbps_per_gpu:g}",
+            )
         con.print(t)
 
 
@@ -124,8 +140,9 @@ def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_
 
 @app.command()
 @_user_errors
-def validate(anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")],
-             as_json: JsonFlag = False) -> None:
+def validate(
+    anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")], as_json: JsonFlag = False
+) -> None:
     """Predict every anchor of a file and compare with the published values."""
     results, summary = validate_file(anchors)
     if as_json:

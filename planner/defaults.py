@@ -80,20 +80,25 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
     kv = p.kv_cache
     if kv == "unknown":
         kv = "fp8" if sparse or p.attention == "fp8" else "bf16"
-        why = "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache" if sparse else "engine default"
+        why = (
+            "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache"
+            if sparse
+            else "engine default"
+        )
         note.append(f"precision.kv_cache: {kv} ({why})")
     att = p.attention
     if att == "unknown":
         att = "bf16"
         note.append("precision.attention: bf16 (TRT-LLM and SGLang keep BF16 attention math by default)")
-    dense, moe = p.dense, p.moe
+    dense: str = p.dense
+    moe: str = p.moe
     if dense == "unknown":
         dense = dense_ck
         note.append(f"precision.dense: {dense} (checkpoint format of {m.id})")
     if moe == "unknown":
         moe = moe_ck
         note.append(f"precision.moe: {moe} (checkpoint format of {m.id})")
-    return PrecisionMix(attention=att, kv_cache=kv, dense=dense, moe=moe)
+    return PrecisionMix.model_validate({"attention": att, "kv_cache": kv, "dense": dense, "moe": moe})
 
 
 def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
@@ -106,9 +111,9 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
         acc = mtp_acceptance(3)
         note.append(f"mtp: engine default for trtllm min-latency (3 draft tokens, {acc:.2f} accepted)")
         return MTPConfig(draft_tokens=3, accepted_tokens=acc)
-    acc = s.mtp.accepted_tokens
-    if acc == "unknown":
-        acc = mtp_acceptance(s.mtp.draft_tokens)
+    given = s.mtp.accepted_tokens
+    acc = mtp_acceptance(s.mtp.draft_tokens) if given == "unknown" else float(given)
+    if given == "unknown":
         note.append(f"mtp.accepted_tokens: {acc:.2f} (DeepSeek-V3 report acceptance, see mtp_acceptance)")
     return MTPConfig(draft_tokens=s.mtp.draft_tokens, accepted_tokens=float(acc))
 
@@ -120,13 +125,18 @@ def _runtime(s: Scenario, hw: HardwareSpec, pool: PoolSpec, note: list[str]) -> 
     if graphs == "unknown":
         graphs = not (s.engine == "sglang" and hw.arch == "sm_120")
         if not graphs:
-            note.append("runtime.cuda_graphs: off (seed 003: SGLang's sm_120 deployment ran without "
-                        "effective CUDA graphs until they were added by hand)")
+            note.append(
+                "runtime.cuda_graphs: off (seed 003: SGLang's sm_120 deployment ran without "
+                "effective CUDA graphs until they were added by hand)"
+            )
     overlap = r.comm_overlap
     if overlap == "unknown":
         overlap = 0.5 if wide_ep and s.engine in ("sglang", "trtllm") else 0.0
         if overlap:
-            note.append("runtime.comm_overlap: 0.5 (two-batch overlap; SGLang large-EP blog: TBO adds 27-35% to prefill throughput)")
+            note.append(
+                "runtime.comm_overlap: 0.5 (two-batch overlap; SGLang large-EP blog: TBO adds 27-35% "
+                "to prefill throughput)"
+            )
     redundant = r.redundant_experts
     if redundant == "unknown":
         redundant = 32 if wide_ep and pool.ep > 8 and s.engine == "sglang" else 0
@@ -137,9 +147,17 @@ def _runtime(s: Scenario, hw: HardwareSpec, pool: PoolSpec, note: list[str]) -> 
     offload = r.offload
     if offload is None:  # only SGLang implements host offload with prefetch (seed 000)
         offload = None if s.engine == "sglang" else False
-    return RuntimeOptions(cuda_graphs=graphs, comm_overlap=float(overlap), ep_imbalance=r.ep_imbalance,
-                          redundant_experts=int(redundant), mem_fraction=float(frac), offload=offload,
-                          kernel_overrides=dict(r.kernel_overrides), kv_from_free_memory=trt, pdl=trt)
+    return RuntimeOptions(
+        cuda_graphs=graphs,
+        comm_overlap=float(overlap),
+        ep_imbalance=r.ep_imbalance,
+        redundant_experts=int(redundant),
+        mem_fraction=float(frac),
+        offload=offload,
+        kernel_overrides=dict(r.kernel_overrides),
+        kv_from_free_memory=trt,
+        pdl=trt,
+    )
 
 
 def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
@@ -155,10 +173,17 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         if spec is None:
             continue
         try:
-            par = Parallelism(gpus=spec.gpus_per_instance, tp=spec.tp, dp_attention=spec.dp_attention,
-                              ep=spec.ep, pp=spec.pp)
-            inst = InstanceSpec(model=m, hardware=hw, parallel=par, precision=prec,
-                                runtime=_runtime(s, hw, spec, note), mtp=mtp if role != "prefill" else None)
+            par = Parallelism(
+                gpus=spec.gpus_per_instance, tp=spec.tp, dp_attention=spec.dp_attention, ep=spec.ep, pp=spec.pp
+            )
+            inst = InstanceSpec(
+                model=m,
+                hardware=hw,
+                parallel=par,
+                precision=prec,
+                runtime=_runtime(s, hw, spec, note),
+                mtp=mtp if role != "prefill" else None,
+            )
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
         pools[role] = Pool(role, spec, inst)
@@ -174,10 +199,12 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         phase_pool = phase_pool or pools.get("prefill" if s.phase == "prefill" else "aggregated")
         scope_gpus = phase_pool.spec.gpus if phase_pool else sum(p.spec.gpus for p in pools.values())
         scope_inst = phase_pool.spec.instances if phase_pool else 1
-        conc = float(w.concurrency) * {"per_gpu": scope_gpus, "per_instance": scope_inst, "total": 1}[
-            w.concurrency_scope]
+        conc = (
+            float(w.concurrency) * {"per_gpu": scope_gpus, "per_instance": scope_inst, "total": 1}[w.concurrency_scope]
+        )
     max_prefill = s.runtime.max_prefill_tokens
     if max_prefill == "unknown":
         max_prefill = PREFILL_TOKENS_PER_RANK
-    return Resolved(s, m, hw, pools, int(isl), int(osl), kv_len, conc, w.request_rate, int(max_prefill),
-                    list(dict.fromkeys(note)))
+    return Resolved(
+        s, m, hw, pools, int(isl), int(osl), kv_len, conc, w.request_rate, int(max_prefill), list(dict.fromkeys(note))
+    )

@@ -85,8 +85,14 @@ def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
     cost = step_cost(inst, StepBatch.decode(seqs, kv_len, _drafts(pool)))
     if pp == 1:
         return cost
-    return StepCost(cost.stage_time_s * pp + (cost.time_s - cost.stage_time_s * pp) / pp,
-                    cost.stage_time_s, cost.ops, cost.tokens * pp, cost.hidden_comm_s, cost.notes)
+    return StepCost(
+        cost.stage_time_s * pp + (cost.time_s - cost.stage_time_s * pp) / pp,
+        cost.stage_time_s,
+        cost.ops,
+        cost.tokens * pp,
+        cost.hidden_comm_s,
+        cost.notes,
+    )
 
 
 def prefill_step(pool: Pool, isl: int, budget: int, n_requests: int | None = None) -> tuple[StepCost, int]:
@@ -117,8 +123,15 @@ def estimate_prefill(res: Resolved) -> Estimate:
     pool = res.pools.get("prefill") or res.pools["aggregated"]
     step, n = prefill_step(pool, res.isl, res.max_prefill_tokens)
     rate = pool.spec.instances * n / step.time_s
-    est = Estimate("prefill", pool.spec.gpus, float(n * pool.spec.instances), ttft_s=step.time_s,
-                   input_tok_s=rate * res.isl, prefill_step=step, assumed=list(res.assumed))
+    est = Estimate(
+        "prefill",
+        pool.spec.gpus,
+        float(n * pool.spec.instances),
+        ttft_s=step.time_s,
+        input_tok_s=rate * res.isl,
+        prefill_step=step,
+        assumed=list(res.assumed),
+    )
     est.memory["prefill"] = plan_memory(pool.instance, kv_needed_tokens=2 * res.max_prefill_tokens)
     return est
 
@@ -134,11 +147,20 @@ def estimate_decode(res: Resolved, concurrency: float | None = None) -> Estimate
     batch = conc / pool.spec.instances
     if batch > cap:
         raise KVCacheCapacityError(
-            f"decode batch {batch:.0f} per instance exceeds KV capacity {cap} at {res.kv_len:.0f} tokens")
+            f"decode batch {batch:.0f} per instance exceeds KV capacity {cap} at {res.kv_len:.0f} tokens"
+        )
     step = decode_step(pool, batch, res.kv_len)
     tpot = step.time_s / _tps(pool)
-    est = Estimate("decode", pool.spec.gpus, conc, tpot_s=tpot, output_tok_s=conc / tpot,
-                   decode_batch=batch, decode_step=step, assumed=assumed)
+    est = Estimate(
+        "decode",
+        pool.spec.gpus,
+        conc,
+        tpot_s=tpot,
+        output_tok_s=conc / tpot,
+        decode_batch=batch,
+        decode_step=step,
+        assumed=assumed,
+    )
     est.memory["decode"] = decode_memory(pool)
     return est
 
@@ -180,10 +202,22 @@ def estimate_aggregated(res: Resolved, concurrency: float | None = None) -> Esti
     e2e = ttft + (res.osl - 1) * tpot
     total_x = x * inst_n
     limit = "decode KV capacity" if b_dec >= cap else ("prefill stalls decode" if rho >= 0.95 else "")
-    est = Estimate("aggregated", pool.spec.gpus, conc or total_x * e2e, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-                   input_tok_s=total_x * res.isl, output_tok_s=total_x * res.osl, decode_batch=b_dec,
-                   decode_step=step_d, prefill_step=step_p, assumed=list(res.assumed),
-                   saturated=bool(limit) and res.request_rate is not None, limit=limit)
+    est = Estimate(
+        "aggregated",
+        pool.spec.gpus,
+        conc or total_x * e2e,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        input_tok_s=total_x * res.isl,
+        output_tok_s=total_x * res.osl,
+        decode_batch=b_dec,
+        decode_step=step_d,
+        prefill_step=step_p,
+        assumed=list(res.assumed),
+        saturated=bool(limit) and res.request_rate is not None,
+        limit=limit,
+    )
     est.memory["aggregated"] = decode_memory(pool)
     return est
 
@@ -224,10 +258,22 @@ def estimate_disaggregated(res: Resolved, concurrency: float | None = None) -> E
         limit = "prefill pool at capacity" if closed else "request rate exceeds prefill capacity"
     elif b_tot >= cap:
         limit = "decode KV capacity"
-    est = Estimate("disaggregated", res.gpus, c if closed else x * e2e, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-                   input_tok_s=x * res.isl, output_tok_s=x * res.osl, decode_batch=b_tot / n_dec,
-                   decode_step=step_d, prefill_step=step_p1, assumed=list(res.assumed),
-                   saturated=bool(limit) and not closed, limit=limit)
+    est = Estimate(
+        "disaggregated",
+        res.gpus,
+        c if closed else x * e2e,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        input_tok_s=x * res.isl,
+        output_tok_s=x * res.osl,
+        decode_batch=b_tot / n_dec,
+        decode_step=step_d,
+        prefill_step=step_p1,
+        assumed=list(res.assumed),
+        saturated=bool(limit) and not closed,
+        limit=limit,
+    )
     est.memory["prefill"] = plan_memory(pre.instance, kv_needed_tokens=2 * budget)
     est.memory["decode"] = decode_memory(dec)
     return est
@@ -245,8 +291,9 @@ def estimate(res: Resolved, concurrency: float | None = None) -> Estimate:
     return estimate_disaggregated(res, concurrency)
 
 
-def max_users_at_slo(res: Resolved, ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None,
-                     limit: int = 4096) -> tuple[int, Estimate | None]:
+def max_users_at_slo(
+    res: Resolved, ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None, limit: int = 4096
+) -> tuple[int, Estimate | None]:
     """Largest total concurrency whose mean TTFT/TPOT/E2E meet the targets (0 if none does)."""
 
     def ok(c: int) -> tuple[bool, Estimate]:

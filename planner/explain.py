@@ -53,8 +53,19 @@ def speed_of_light(step: StepCost, inst: InstanceSpec) -> float:
 
 def _with(res: Resolved, change: Callable[[InstanceSpec], InstanceSpec]) -> Resolved:
     pools = {k: Pool(p.role, p.spec, change(p.instance)) for k, p in res.pools.items()}
-    return Resolved(res.scenario, res.model, res.hardware, pools, res.isl, res.osl, res.kv_len,
-                    res.concurrency, res.request_rate, res.max_prefill_tokens, list(res.assumed))
+    return Resolved(
+        res.scenario,
+        res.model,
+        res.hardware,
+        pools,
+        res.isl,
+        res.osl,
+        res.kv_len,
+        res.concurrency,
+        res.request_rate,
+        res.max_prefill_tokens,
+        list(res.assumed),
+    )
 
 
 def _runtime(inst: InstanceSpec, **kw: object) -> InstanceSpec:
@@ -66,27 +77,36 @@ def _precision(inst: InstanceSpec, **kw: str) -> InstanceSpec:
     return InstanceSpec.model_validate(new.model_dump(), strict=False)
 
 
-def candidate_levers(res: Resolved, main: InstanceSpec) -> dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]]:
+def candidate_levers(
+    res: Resolved, main: InstanceSpec
+) -> dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]]:
     hw, m, prec, rt = res.hardware, res.model, main.precision, main.runtime
     out: dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]] = {}
-    fallbacks = {f: select(hw.arch, f, fmt, rt.kernel_overrides).name
-                 for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))}
+    fallbacks = {
+        f: select(hw.arch, f, fmt, rt.kernel_overrides).name
+        for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))
+    }
     tc = {f: TENSOR_CORE_ALTERNATIVE[n] for f, n in fallbacks.items() if n in TENSOR_CORE_ALTERNATIVE}
     if tc:
         out["tensor-core kernels for " + ", ".join(sorted(tc))] = (
             lambda i: _runtime(i, kernel_overrides={**i.runtime.kernel_overrides, **tc}),
-            "replaces the CUDA-core fallbacks (the ceiling a custom kernel would reach)")
+            "replaces the CUDA-core fallbacks (the ceiling a custom kernel would reach)",
+        )
     if prec.attention == "bf16":
-        out["fp8 attention and KV cache"] = (lambda i: _precision(i, attention="fp8", kv_cache="fp8"),
-                                             "halves KV bytes, doubles KV capacity")
+        out["fp8 attention and KV cache"] = (
+            lambda i: _precision(i, attention="fp8", kv_cache="fp8"),
+            "halves KV bytes, doubles KV capacity",
+        )
     if hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
         out["nvfp4 experts"] = (lambda i: _precision(i, moe="nvfp4"), "FP4 tensor cores, half the expert bytes")
     if not rt.cuda_graphs:
         out["CUDA graphs on"] = (lambda i: _runtime(i, cuda_graphs=True), "removes eager launch overhead")
     if m.mtp_layers and main.mtp is None:
         mtp = MTPConfig(draft_tokens=1, accepted_tokens=0.85)
-        out["MTP, 1 draft token"] = (lambda i: i.model_copy(update={"mtp": mtp}),
-                                     "DeepSeek-V3 report: 85% acceptance of the first draft")
+        out["MTP, 1 draft token"] = (
+            lambda i: i.model_copy(update={"mtp": mtp}),
+            "DeepSeek-V3 report: 85% acceptance of the first draft",
+        )
     if main.parallel.ep > 1 and main.parallel.dp_attention > 1 and rt.comm_overlap < 0.9:
         out["full comm/compute overlap"] = (lambda i: _runtime(i, comm_overlap=0.9), "hides EP all-to-all")
     return out
@@ -103,8 +123,14 @@ def explain(res: Resolved) -> Explanation:
     cats = step.by_category()
     bottleneck = max(CATEGORIES, key=lambda c: cats[c])
     fallbacks = sorted({o.kernel for o in step.ops if o.kernel in TENSOR_CORE_ALTERNATIVE})
-    exp = Explanation(base, "decode" if step is base.decode_step else "prefill", cats, bottleneck,
-                      speed_of_light(step, main), fallbacks=fallbacks)
+    exp = Explanation(
+        base,
+        "decode" if step is base.decode_step else "prefill",
+        cats,
+        bottleneck,
+        speed_of_light(step, main),
+        fallbacks=fallbacks,
+    )
     base_tput = base.output_tok_s_per_gpu or base.input_tok_s_per_gpu
     for name, (change, note) in candidate_levers(res, main).items():
         try:

@@ -47,8 +47,17 @@ def step_dict(s: StepCost | None) -> dict[str, Any] | None:
         "time_ms": round(s.time_s * 1e3, 4),
         "tokens": s.tokens,
         "by_category_ms": {k: round(v * 1e3, 4) for k, v in s.by_category().items()},
-        "ops": [{"name": o.name, "category": o.category, "time_ms": round(o.time_s * 1e3, 4),
-                 "kernel": o.kernel, "bound": o.bound, "source": o.source} for o in s.ops],
+        "ops": [
+            {
+                "name": o.name,
+                "category": o.category,
+                "time_ms": round(o.time_s * 1e3, 4),
+                "kernel": o.kernel,
+                "bound": o.bound,
+                "source": o.source,
+            }
+            for o in s.ops
+        ],
         "notes": list(s.notes),
     }
 
@@ -58,9 +67,13 @@ def print_estimate(con: Console, title: str, e: Estimate) -> None:
     t.add_column("metric")
     t.add_column("value", justify="right")
     rows = [
-        ("mode", e.mode), ("GPUs", f"{e.gpus}"), ("concurrency", f"{e.concurrency:,.0f}"),
-        ("decode batch / instance", f"{e.decode_batch:,.1f}"), ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
-        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms"), ("E2E", f"{e.e2e_s * 1e3:,.0f} ms"),
+        ("mode", e.mode),
+        ("GPUs", f"{e.gpus}"),
+        ("concurrency", f"{e.concurrency:,.0f}"),
+        ("decode batch / instance", f"{e.decode_batch:,.1f}"),
+        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
+        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms"),
+        ("E2E", f"{e.e2e_s * 1e3:,.0f} ms"),
         ("input tok/s per GPU", f"{e.input_tok_s_per_gpu:,.0f}"),
         ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.0f}"),
         ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}"),
@@ -91,12 +104,11 @@ def print_step(con: Console, title: str, s: StepCost) -> None:
     total = sum(o.time_s for o in s.ops) or 1.0
     t = Table(title=title)
     for col in ("op", "category", "ms", "share", "kernel", "bound", "source"):
-        t.add_column(col, justify="right" if col in ("ms", "share") else "left")
+        t.add_column(col, justify="right" if col in ("ms", "share") else "left", no_wrap=col in ("op", "kernel"))
     for o in sorted(s.ops, key=lambda o: -o.time_s):
         if o.time_s <= 0:
             continue
-        t.add_row(o.name, o.category, f"{o.time_s * 1e3:,.3f}", f"{o.time_s / total:.1%}", o.kernel, o.bound,
-                  o.source)
+        t.add_row(o.name, o.category, f"{o.time_s * 1e3:,.3f}", f"{o.time_s / total:.1%}", o.kernel, o.bound, o.source)
     con.print(t)
     for n in s.notes:
         con.print(f"[dim]{n}[/dim]")
@@ -113,18 +125,24 @@ def print_explanation(con: Console, x: Explanation) -> None:
         t.add_row(c, f"{x.categories[c] * 1e3:,.2f}", f"{x.categories[c] / total:.1%}")
     con.print(t)
     con.print(f"bottleneck: [bold]{x.bottleneck}[/bold] ({x.categories[x.bottleneck] / total:.0%} of the step)")
-    con.print(f"hardware limit of this step: {x.speed_of_light_s * 1e3:,.2f} ms "
-              f"(all FLOPs at peak or all bytes at full bandwidth); the model predicts "
-              f"{total * 1e3:,.2f} ms, {total / x.speed_of_light_s:,.1f}x the limit")
+    con.print(
+        f"hardware limit of this step: {x.speed_of_light_s * 1e3:,.2f} ms "
+        f"(all FLOPs at peak or all bytes at full bandwidth); the model predicts "
+        f"{total * 1e3:,.2f} ms, {total / x.speed_of_light_s:,.1f}x the limit"
+    )
     if x.fallbacks:
         con.print(f"[yellow]CUDA-core fallback kernels in use: {', '.join(x.fallbacks)}[/yellow]")
     lt = Table(title="what one change buys (same concurrency)")
     for col in ("change", "out tok/s/GPU", "TPOT ms", "gain", "note"):
         lt.add_column(col, justify="right" if col in ("out tok/s/GPU", "TPOT ms", "gain") else "left")
     for lv in x.levers:
-        lt.add_row(lv.name, "-" if lv.output_tok_s_per_gpu is None else f"{lv.output_tok_s_per_gpu:,.1f}",
-                   "-" if lv.tpot_ms is None else f"{lv.tpot_ms:,.2f}",
-                   "-" if lv.gain is None else f"{lv.gain:+.0%}", lv.note)
+        lt.add_row(
+            lv.name,
+            "-" if lv.output_tok_s_per_gpu is None else f"{lv.output_tok_s_per_gpu:,.1f}",
+            "-" if lv.tpot_ms is None else f"{lv.tpot_ms:,.2f}",
+            "-" if lv.gain is None else f"{lv.gain:+.0%}",
+            lv.note,
+        )
     con.print(lt)
 
 
@@ -136,26 +154,46 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
         "bottleneck": x.bottleneck,
         "speed_of_light_ms": round(x.speed_of_light_s * 1e3, 4),
         "fallback_kernels": x.fallbacks,
-        "levers": [{"change": lv.name, "output_tok_s_per_gpu": lv.output_tok_s_per_gpu, "tpot_ms": lv.tpot_ms,
-                    "gain": lv.gain, "note": lv.note} for lv in x.levers],
+        "levers": [
+            {
+                "change": lv.name,
+                "output_tok_s_per_gpu": lv.output_tok_s_per_gpu,
+                "tpot_ms": lv.tpot_ms,
+                "gain": lv.gain,
+                "note": lv.note,
+            }
+            for lv in x.levers
+        ],
     }
 
 
 def print_validation(con: Console, results: list[AnchorResult], summary: dict[str, Any]) -> None:
     t = Table(title="anchors: predicted vs published")
     for col in ("id", "metric", "published", "predicted", "error", "tol", "ok", "method"):
-        t.add_column(col, justify="right" if col in ("published", "predicted", "error", "tol") else "left")
+        t.add_column(
+            col, justify="right" if col in ("published", "predicted", "error", "tol") else "left", no_wrap=col == "id"
+        )
     for r in results:
         pred = "-" if r.predicted is None else f"{r.predicted:,.4g}"
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
         ok = "[green]yes[/green]" if r.within_tolerance else ("[red]error[/red]" if r.error else "[red]no[/red]")
-        t.add_row(r.id, r.metric, f"{r.published:,.4g}" if r.published is not None else "-", pred, err,
-                  f"{r.tolerance:.0%}", ok, r.method)
+        t.add_row(
+            r.id,
+            r.metric,
+            f"{r.published:,.4g}" if r.published is not None else "-",
+            pred,
+            err,
+            f"{r.tolerance:.0%}",
+            ok,
+            r.method,
+        )
     con.print(t)
     for r in results:
         if r.error:
             con.print(f"[red]{r.id}: {r.error}[/red]")
     med = summary["median_abs_rel_error"]
-    con.print(f"{summary['within_tolerance']} of {summary['count']} within tolerance; "
-              f"{summary['predicted']} predicted; median |error| "
-              f"{'-' if med is None else f'{med:.1%}'}")
+    con.print(
+        f"{summary['within_tolerance']} of {summary['count']} within tolerance; "
+        f"{summary['predicted']} predicted; median |error| "
+        f"{'-' if med is None else f'{med:.1%}'}"
+    )

@@ -22,9 +22,17 @@ from planner.scenario import Scenario, ScenarioError, format_validation_error, l
 from roofline.errors import PlannerError
 
 Metric = Literal[
-    "input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s",
-    "output_tok_s_per_user", "ttft_ms", "tpot_ms", "e2e_ms", "max_users_at_slo",
-    "decode_time_share_attention", "decode_time_share_moe",
+    "input_tok_s_per_gpu",
+    "output_tok_s_per_gpu",
+    "total_tok_s_per_gpu",
+    "output_tok_s",
+    "output_tok_s_per_user",
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "max_users_at_slo",
+    "decode_time_share_attention",
+    "decode_time_share_moe",
 ]
 
 

@@ -36,8 +36,12 @@ ALLREDUCE_NVLINK = {
 }
 # PCIe Gen5 x16 between RTX PRO 6000s through the host: seed 003 measured communication at ~2%
 # of a decode step; NCCL over PCIe without the LL tuning block.
-PCIE = LinkPrior(0.50, 30e-6, "PCIe Gen5 x16 (64 GB/s per direction) through the root complex; "
-                 "NCCL small-message latency ~30 us without NCCL_PROTO=LL (seed 003)")
+PCIE = LinkPrior(
+    0.50,
+    30e-6,
+    "PCIe Gen5 x16 (64 GB/s per direction) through the root complex; "
+    "NCCL small-message latency ~30 us without NCCL_PROTO=LL (seed 003)",
+)
 
 
 def _arch(hw: HardwareSpec) -> str:

@@ -20,8 +20,16 @@ from typing import Literal
 from roofline.errors import MissingKernelDataError
 
 OpFamily = Literal[
-    "gemm", "moe_gemm", "moe_gemv", "mla_decode", "sparse_attn", "sparse_prefill", "attn_prefill",
-    "gqa_decode", "indexer", "elementwise",
+    "gemm",
+    "moe_gemm",
+    "moe_gemv",
+    "mla_decode",
+    "sparse_attn",
+    "sparse_prefill",
+    "attn_prefill",
+    "gqa_decode",
+    "indexer",
+    "elementwise",
 ]
 # Families that fall back to another when an architecture has no entry of its own:
 # decode-only MoE steps (`moe_gemv`) use the grouped GEMM unless a GEMV kernel is registered.
@@ -56,68 +64,164 @@ SM100_DEPLOYED_COMPUTE = 0.6
 
 def _bw(name: str, ce: float, me: float, fixed_us: float, src: str, **kw: object) -> KernelPath:
     """A Blackwell datacenter tensor-core path, its compute efficiency derated as above."""
-    return _k(name, True, ce * SM100_DEPLOYED_COMPUTE, me, fixed_us,
-              f"{src}; compute x{SM100_DEPLOYED_COMPUTE} (SM100_DEPLOYED_COMPUTE)", **kw)
-KERNELS: dict[str, KernelPath] = {p.name: p for p in [
-    # --- Hopper (sm_90)
-    _k("cublas-bf16-sm90", True, 0.72, 0.70, 3, f"{_DEV}: 717 TF bf16 8192^3; decode GEMMs 1.5-3.5 TB/s"),
-    _k("deepgemm-fp8-sm90", True, 0.65, 0.65, 3,
-       "DeepGEMM README (dense FP8 up to 1550 of 1979 TF; decode shapes 45-80% of bandwidth)"),
-    _k("deepgemm-grouped-fp8-sm90", True, 0.60, 0.58, 6,
-       f"DeepGEMM grouped 1214-1346 TF (61-68%); {_DEV}: fp8 grouped 2.7 TB/s of weights", tile_m=64),
-    _k("marlin-w4a16-sm90", True, 0.45, 0.55, 6, "Marlin W4A16 MoE (dequantize to BF16 MMA)", tile_m=64),
-    _k("flashmla-sm90", True, 0.67, 0.85, 9,
-       f"FlashMLA README H800: 3000 GB/s memory-bound, 660 TF compute-bound; {_DEV}: 19 us at B=1"),
-    _k("flashmla-sparse-sm90", True, 0.41, 0.75, 9, "FlashMLA README: sparse FP8 decode 410 TF on H800"),
-    _k("flashmla-sparse-prefill-sm90", True, 0.65, 0.80, 15, "FlashMLA README: sparse MLA prefill 640 TF on H800"),
-    _k("fa3-prefill-sm90", True, 0.60, 0.80, 20, f"{_DEV}: flashinfer fa3 ragged prefill ~600 TF"),
-    _k("fa3-gqa-decode-sm90", True, 0.50, 0.80, 10, "FlashAttention-3 decode, memory-bound"),
-    _k("deepgemm-mqa-logits-sm90", True, 0.50, 0.70, 4, "DeepGEMM fp8 MQA logits (DSA indexer)"),
-    _k("elementwise-sm90", False, 1.0, 0.70, 2, f"{_DEV}: device copy 4.3 TB/s read+write (~90%)"),
-    # --- Blackwell datacenter (sm_100, sm_103)
-    _bw("cutlass-gemm-sm100", 0.70, 0.75, 3,
-       "DeepGEMM/CUTLASS on B200 (similar utilisation to Hopper; FlashMLA README MHA 65% of peak)"),
-    _bw("cute-dsl-grouped-sm100", 0.58, 0.65, 6,
-       "FlashInfer CuTe-DSL masked grouped GEMM (seed 000); DeepEP/DeepGEMM B200 results", tile_m=128),
-    _bw("trtllm-gen-mla-sm100", 0.50, 0.80, 8,
-       "FlashInfer trtllm-gen MLA; FlashInfer #3400: several times faster than fa2 (<300 TF) on B200"),
-    _bw("dsa-sparse-sm100", 0.30, 0.75, 8, "FlashMLA README: sparse FP8 decode 350 TF on B200"),
-    _bw("flashmla-sparse-prefill-sm100", 0.64, 0.80, 15, "FlashMLA README: sparse MLA prefill 1450 TF on B200"),
-    _bw("fmha-prefill-sm100", 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),
-    _bw("gqa-decode-sm100", 0.50, 0.80, 8, "trtllm-gen decode attention, memory-bound"),
-    _bw("deepgemm-mqa-logits-sm100", 0.50, 0.75, 4, "DeepGEMM fp8 MQA logits on SM100"),
-    _k("elementwise-sm100", False, 1.0, 0.70, 2, "memory-bound elementwise, as on Hopper"),
-    # --- RTX PRO 6000 Blackwell Server (sm_120): no tcgen05, no TMEM, no fused DeepSeek kernels
-    _k("cublas-bf16-sm120", True, 0.80, 0.70, 5,
-       "zzc0721/torch-performance-test-data #162: 417 TF bf16 on RTX PRO 6000 Server"),
-    _k("triton-block-fp8-sm120", True, 0.50, 0.30, 6,
-       "SGLang #39872: generic block-FP8 Triton GEMMs underfill sm_120 at decode"),
-    _k("cutlass-fp4-sm120", True, 0.55, 0.60, 6, "FlashInfer mm_fp4 cutlass on sm_120"),
-    _k("cutlass-fp4-grouped-sm120", True, 0.45, 0.55, 8,
-       "native cutlass FP4 grouped GEMM on sm_120 (seed 003: NVFP4 moved MoE onto tensor cores)",
-       tile_m=128),
-    _k("triton-fused-moe-sm120", True, 0.40, 0.50, 8, "Triton fused_moe on sm_120", tile_m=64),
-    _k("triton-mxfp4-slot-gemv-sm120", False, 1.0, 0.0404, 8,
-       "seed 003 profile: MXFP4 MoE slot-GEMV runs on CUDA cores, 38% of a 510 ms step at C=16 "
-       "(TP4); memory efficiency fitted to that profile by calibration/seed003.py",
-       weight_reuse=False),
-    _k("triton-sparse-mla-sm120", False, 0.000292, 0.60, 10,
-       "seed 003 profile: sparse-MLA attention runs as a Triton CUDA-core fallback, 39% of a 510 ms "
-       "step at C=16 (TP4); efficiency vs CUDA-core FP32 peak fitted to that profile by "
-       "calibration/seed003.py (latency-bound: ~0.03% of peak)"),
-    _k("triton-sparse-prefill-sm120", False, 0.05, 0.50, 15,
-       "SGLang #30272: FlashMLA sparse prefill covers SM90a/SM100f only; sm_120 prefill runs a Triton "
-       "CUDA-core kernel; 5% of FP32 peak assumed (many queries per launch, unlike decode)"),
-    _k("marlin-w4a16-sm120", True, 0.40, 0.50, 8,
-       "vLLM #30135/#40153: MXFP4 MoE falls back to Marlin W4A16 on SM120 (prefill batches)", tile_m=64),
-    _k("tensor-core-sparse-mla-sm120", True, 0.40, 0.60, 10,
-       "hypothetical split-K tensor-core sparse-MLA kernel for sm_120 (seed 003 Part VI); "
-       "efficiency assumed equal to FA2-class kernels on this chip"),
-    _k("fa2-xqa-mla-sm120", True, 0.40, 0.60, 10, "FlashInfer MLA fa2/xqa on SM12x (HMMA)"),
-    _k("fmha-v2-prefill-sm120", True, 0.50, 0.70, 15, "FlashInfer fmha_v2 (HMMA, sm_mma=80) on SM120"),
-    _k("gqa-decode-sm120", True, 0.45, 0.70, 8, "FlashInfer fa2/xqa decode on SM12x"),
-    _k("elementwise-sm120", False, 1.0, 0.60, 3, "memory-bound elementwise on GDDR7"),
-]}
+    return _k(
+        name,
+        True,
+        ce * SM100_DEPLOYED_COMPUTE,
+        me,
+        fixed_us,
+        f"{src}; compute x{SM100_DEPLOYED_COMPUTE} (SM100_DEPLOYED_COMPUTE)",
+        **kw,
+    )
+
+
+KERNELS: dict[str, KernelPath] = {
+    p.name: p
+    for p in [
+        # --- Hopper (sm_90)
+        _k("cublas-bf16-sm90", True, 0.72, 0.70, 3, f"{_DEV}: 717 TF bf16 8192^3; decode GEMMs 1.5-3.5 TB/s"),
+        _k(
+            "deepgemm-fp8-sm90",
+            True,
+            0.65,
+            0.65,
+            3,
+            "DeepGEMM README (dense FP8 up to 1550 of 1979 TF; decode shapes 45-80% of bandwidth)",
+        ),
+        _k(
+            "deepgemm-grouped-fp8-sm90",
+            True,
+            0.60,
+            0.58,
+            6,
+            f"DeepGEMM grouped 1214-1346 TF (61-68%); {_DEV}: fp8 grouped 2.7 TB/s of weights",
+            tile_m=64,
+        ),
+        _k("marlin-w4a16-sm90", True, 0.45, 0.55, 6, "Marlin W4A16 MoE (dequantize to BF16 MMA)", tile_m=64),
+        _k(
+            "flashmla-sm90",
+            True,
+            0.67,
+            0.85,
+            9,
+            f"FlashMLA README H800: 3000 GB/s memory-bound, 660 TF compute-bound; {_DEV}: 19 us at B=1",
+        ),
+        _k("flashmla-sparse-sm90", True, 0.41, 0.75, 9, "FlashMLA README: sparse FP8 decode 410 TF on H800"),
+        _k("flashmla-sparse-prefill-sm90", True, 0.65, 0.80, 15, "FlashMLA README: sparse MLA prefill 640 TF on H800"),
+        _k("fa3-prefill-sm90", True, 0.60, 0.80, 20, f"{_DEV}: flashinfer fa3 ragged prefill ~600 TF"),
+        _k("fa3-gqa-decode-sm90", True, 0.50, 0.80, 10, "FlashAttention-3 decode, memory-bound"),
+        _k("deepgemm-mqa-logits-sm90", True, 0.50, 0.70, 4, "DeepGEMM fp8 MQA logits (DSA indexer)"),
+        _k("elementwise-sm90", False, 1.0, 0.70, 2, f"{_DEV}: device copy 4.3 TB/s read+write (~90%)"),
+        # --- Blackwell datacenter (sm_100, sm_103)
+        _bw(
+            "cutlass-gemm-sm100",
+            0.70,
+            0.75,
+            3,
+            "DeepGEMM/CUTLASS on B200 (similar utilisation to Hopper; FlashMLA README MHA 65% of peak)",
+        ),
+        _bw(
+            "cute-dsl-grouped-sm100",
+            0.58,
+            0.65,
+            6,
+            "FlashInfer CuTe-DSL masked grouped GEMM (seed 000); DeepEP/DeepGEMM B200 results",
+            tile_m=128,
+        ),
+        _bw(
+            "trtllm-gen-mla-sm100",
+            0.50,
+            0.80,
+            8,
+            "FlashInfer trtllm-gen MLA; FlashInfer #3400: several times faster than fa2 (<300 TF) on B200",
+        ),
+        _bw("dsa-sparse-sm100", 0.30, 0.75, 8, "FlashMLA README: sparse FP8 decode 350 TF on B200"),
+        _bw("flashmla-sparse-prefill-sm100", 0.64, 0.80, 15, "FlashMLA README: sparse MLA prefill 1450 TF on B200"),
+        _bw("fmha-prefill-sm100", 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),
+        _bw("gqa-decode-sm100", 0.50, 0.80, 8, "trtllm-gen decode attention, memory-bound"),
+        _bw("deepgemm-mqa-logits-sm100", 0.50, 0.75, 4, "DeepGEMM fp8 MQA logits on SM100"),
+        _k("elementwise-sm100", False, 1.0, 0.70, 2, "memory-bound elementwise, as on Hopper"),
+        # --- RTX PRO 6000 Blackwell Server (sm_120): no tcgen05, no TMEM, no fused DeepSeek kernels
+        _k(
+            "cublas-bf16-sm120",
+            True,
+            0.80,
+            0.70,
+            5,
+            "zzc0721/torch-performance-test-data #162: 417 TF bf16 on RTX PRO 6000 Server",
+        ),
+        _k(
+            "triton-block-fp8-sm120",
+            True,
+            0.50,
+            0.30,
+            6,
+            "SGLang #39872: generic block-FP8 Triton GEMMs underfill sm_120 at decode",
+        ),
+        _k("cutlass-fp4-sm120", True, 0.55, 0.60, 6, "FlashInfer mm_fp4 cutlass on sm_120"),
+        _k(
+            "cutlass-fp4-grouped-sm120",
+            True,
+            0.45,
+            0.55,
+            8,
+            "native cutlass FP4 grouped GEMM on sm_120 (seed 003: NVFP4 moved MoE onto tensor cores)",
+            tile_m=128,
+        ),
+        _k("triton-fused-moe-sm120", True, 0.40, 0.50, 8, "Triton fused_moe on sm_120", tile_m=64),
+        _k(
+            "triton-mxfp4-slot-gemv-sm120",
+            False,
+            1.0,
+            0.0404,
+            8,
+            "seed 003 profile: MXFP4 MoE slot-GEMV runs on CUDA cores, 38% of a 510 ms step at C=16 "
+            "(TP4); memory efficiency fitted to that profile by calibration/seed003.py",
+            weight_reuse=False,
+        ),
+        _k(
+            "triton-sparse-mla-sm120",
+            False,
+            0.000292,
+            0.60,
+            10,
+            "seed 003 profile: sparse-MLA attention runs as a Triton CUDA-core fallback, 39% of a 510 ms "
+            "step at C=16 (TP4); efficiency vs CUDA-core FP32 peak fitted to that profile by "
+            "calibration/seed003.py (latency-bound: ~0.03% of peak)",
+        ),
+        _k(
+            "triton-sparse-prefill-sm120",
+            False,
+            0.05,
+            0.50,
+            15,
+            "SGLang #30272: FlashMLA sparse prefill covers SM90a/SM100f only; sm_120 prefill runs a Triton "
+            "CUDA-core kernel; 5% of FP32 peak assumed (many queries per launch, unlike decode)",
+        ),
+        _k(
+            "marlin-w4a16-sm120",
+            True,
+            0.40,
+            0.50,
+            8,
+            "vLLM #30135/#40153: MXFP4 MoE falls back to Marlin W4A16 on SM120 (prefill batches)",
+            tile_m=64,
+        ),
+        _k(
+            "tensor-core-sparse-mla-sm120",
+            True,
+            0.40,
+            0.60,
+            10,
+            "hypothetical split-K tensor-core sparse-MLA kernel for sm_120 (seed 003 Part VI); "
+            "efficiency assumed equal to FA2-class kernels on this chip",
+        ),
+        _k("fa2-xqa-mla-sm120", True, 0.40, 0.60, 10, "FlashInfer MLA fa2/xqa on SM12x (HMMA)"),
+        _k("fmha-v2-prefill-sm120", True, 0.50, 0.70, 15, "FlashInfer fmha_v2 (HMMA, sm_mma=80) on SM120"),
+        _k("gqa-decode-sm120", True, 0.45, 0.70, 8, "FlashInfer fa2/xqa decode on SM12x"),
+        _k("elementwise-sm120", False, 1.0, 0.60, 3, "memory-bound elementwise on GDDR7"),
+    ]
+}
 
 # (arch family, op family, weight format or "*") -> path name
 _DEFAULTS: dict[tuple[str, str, str], str] = {
@@ -172,16 +276,14 @@ def select(arch: str, family: str, fmt: str = "*", overrides: dict[str, str] | N
     if overrides and key in overrides:
         name = overrides[key]
         if name not in KERNELS:
-            raise MissingKernelDataError(
-                f"kernel override {family}={name!r} is unknown; known: {', '.join(KERNELS)}"
-            )
+            raise MissingKernelDataError(f"kernel override {family}={name!r} is unknown; known: {', '.join(KERNELS)}")
         return KERNELS[name]
     fam = ARCH_FAMILY.get(arch)
     if fam is None:
         raise MissingKernelDataError(f"no kernel data for architecture {arch!r}")
-    name = _DEFAULTS.get((fam, family, fmt)) or _DEFAULTS.get((fam, family, "*"))
-    if name is None and family in _FALLBACK_FAMILY:
+    default: str | None = _DEFAULTS.get((fam, family, fmt)) or _DEFAULTS.get((fam, family, "*"))
+    if default is None and family in _FALLBACK_FAMILY:
         return select(arch, _FALLBACK_FAMILY[family], fmt, overrides)
-    if name is None:
+    if default is None:
         raise MissingKernelDataError(f"no kernel path for {family} ({fmt}) on {arch}")
-    return KERNELS[name]
+    return KERNELS[default]

@@ -56,13 +56,29 @@ class Op:
     comm_s: float = 0.0  # communication ops carry their time directly
 
 
-def gemm_op(inst: InstanceSpec, name: str, cat: Category, tokens: float, params: float, fmt: str,
-          layers: float, launches: float = 1.0) -> Op:
+def gemm_op(
+    inst: InstanceSpec,
+    name: str,
+    cat: Category,
+    tokens: float,
+    params: float,
+    fmt: str,
+    layers: float,
+    launches: float = 1.0,
+) -> Op:
     h = inst.model.hidden_size
     wbytes = params * BYTES_PER_PARAM[fmt]
     act = tokens * h * ACT * 2 if tokens else 0.0
-    return Op(name, cat, "gemm", gemm_rate_key(fmt, inst.hardware, name), flops=2 * tokens * params * layers,
-              bytes=(wbytes + act) * layers if tokens else 0.0, launches=launches * layers, fmt=fmt)
+    return Op(
+        name,
+        cat,
+        "gemm",
+        gemm_rate_key(fmt, inst.hardware, name),
+        flops=2 * tokens * params * layers,
+        bytes=(wbytes + act) * layers if tokens else 0.0,
+        launches=launches * layers,
+        fmt=fmt,
+    )
 
 
 def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[Op]:
@@ -102,8 +118,18 @@ def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[
     return ops
 
 
-def _mla_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: float, kv_sum: float,
-             kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+def _mla_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    heads: float,
+    seqs: float,
+    kv_sum: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
     a = inst.model.attention
     assert isinstance(a, MLAAttention)
     dp = inst.parallel.dp_attention
@@ -113,24 +139,48 @@ def _mla_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: flo
     fam = "sparse_attn" if a.indexer else "mla_decode"
     if seqs:
         attended = seqs * min(kv_mean, topk) if topk else kv_sum
-        ops.append(Op("attention.decode", "attention", fam, rate,
-                      flops=attended * q * heads * 2 * (lat + rope + lat) * n,
-                      bytes=attended * (lat + rope) * kvb * n, launches=2 * n))
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                fam,
+                rate,
+                flops=attended * q * heads * 2 * (lat + rope + lat) * n,
+                bytes=attended * (lat + rope) * kvb * n,
+                launches=2 * n,
+            )
+        )
     if b.prefill_chunks:
         qk, v = a.qk_nope_head_dim + rope, a.v_head_dim
         pairs = b.causal_pairs(topk) / dp
         toks = b.prefill_tokens / dp
-        ops.append(Op("attention.prefill", "attention", "sparse_prefill" if topk else "attn_prefill", "bf16",
-                      flops=pairs * heads * 2 * (qk + v) * n,
-                      bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n, launches=2 * n))
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "sparse_prefill" if topk else "attn_prefill",
+                "bf16",
+                flops=pairs * heads * 2 * (qk + v) * n,
+                bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n,
+                launches=2 * n,
+            )
+        )
     if a.indexer:
         ix = a.indexer
         key_bytes = ix.head_dim * (1 + 4 / 128)
         scored = kv_sum * q + b.causal_pairs() / dp  # (query, key) pairs the indexer scores
         keys_read = kv_sum + (b.prefill_tokens + b.prefix_sum()) / dp
-        ops.append(Op("attention.indexer", "indexer", "indexer", "fp8",
-                      flops=scored * ix.num_heads * ix.head_dim * 2 * n,
-                      bytes=keys_read * key_bytes * n, launches=3 * n))
+        ops.append(
+            Op(
+                "attention.indexer",
+                "indexer",
+                "indexer",
+                "fp8",
+                flops=scored * ix.num_heads * ix.head_dim * 2 * n,
+                bytes=keys_read * key_bytes * n,
+                launches=3 * n,
+            )
+        )
     return ops
 
 
@@ -141,8 +191,18 @@ def _v4_attended(kv: float, ratio: int, window: int, topk: int) -> float:
     return min(kv, window) + compressed
 
 
-def _compressed_ops(inst: InstanceSpec, b: StepBatch, n: float, ratio: int, heads: float, seqs: float,
-                    kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+def _compressed_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    ratio: int,
+    heads: float,
+    seqs: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
     a = inst.model.attention
     assert isinstance(a, CompressedAttention)
     dp, d = inst.parallel.dp_attention, a.head_dim
@@ -150,28 +210,62 @@ def _compressed_ops(inst: InstanceSpec, b: StepBatch, n: float, ratio: int, head
     ops: list[Op] = []
     if seqs:
         att = seqs * _v4_attended(kv_mean, ratio, a.sliding_window, ix.topk)
-        ops.append(Op("attention.decode", "attention", "sparse_attn", rate, flops=att * q * heads * 4 * d * n,
-                      bytes=att * d * kvb * n, launches=2 * n))
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                "sparse_attn",
+                rate,
+                flops=att * q * heads * 4 * d * n,
+                bytes=att * d * kvb * n,
+                launches=2 * n,
+            )
+        )
     if b.prefill_chunks:
         pairs = b.causal_pairs(a.sliding_window)
         if ratio == 4:
             pairs += b.causal_pairs(4 * ix.topk) / 4
         elif ratio:
             pairs += b.causal_pairs() / ratio
-        ops.append(Op("attention.prefill", "attention", "sparse_prefill", "bf16",
-                      flops=pairs / dp * heads * 4 * d * n,
-                      bytes=b.prefill_tokens / dp * (heads + 1) * d * ACT * n, launches=2 * n))
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "sparse_prefill",
+                "bf16",
+                flops=pairs / dp * heads * 4 * d * n,
+                bytes=b.prefill_tokens / dp * (heads + 1) * d * ACT * n,
+                launches=2 * n,
+            )
+        )
     if ratio == 4:
         scored = seqs * q * kv_mean / 4 + b.causal_pairs() / 4 / dp
-        ops.append(Op("attention.indexer", "indexer", "indexer", "fp8",
-                      flops=scored * ix.num_heads * ix.head_dim * 2 * n,
-                      bytes=(seqs * kv_mean + b.prefill_tokens / dp) / 4 * ix.head_dim * kvb * n,
-                      launches=3 * n))
+        ops.append(
+            Op(
+                "attention.indexer",
+                "indexer",
+                "indexer",
+                "fp8",
+                flops=scored * ix.num_heads * ix.head_dim * 2 * n,
+                bytes=(seqs * kv_mean + b.prefill_tokens / dp) / 4 * ix.head_dim * kvb * n,
+                launches=3 * n,
+            )
+        )
     return ops
 
 
-def _gqa_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: float, kv_sum: float,
-             kv_mean: float, q: int, kvb: float, rate: str) -> list[Op]:
+def _gqa_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    heads: float,
+    seqs: float,
+    kv_sum: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
     a = inst.model.attention
     assert isinstance(a, GQAAttention)
     dp, hd = inst.parallel.dp_attention, a.head_dim
@@ -181,14 +275,31 @@ def _gqa_ops(inst: InstanceSpec, b: StepBatch, n: float, heads: float, seqs: flo
     if seqs:
         win = a.sliding_window or kv_mean
         kv_eff = (1 - sliding) * kv_sum + sliding * seqs * min(kv_mean, win)
-        ops.append(Op("attention.decode", "attention", "gqa_decode", rate, flops=kv_eff * q * heads * 4 * hd * n,
-                      bytes=kv_eff * kv_heads * 2 * hd * kvb * n, launches=2 * n))
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                "gqa_decode",
+                rate,
+                flops=kv_eff * q * heads * 4 * hd * n,
+                bytes=kv_eff * kv_heads * 2 * hd * kvb * n,
+                launches=2 * n,
+            )
+        )
     if b.prefill_chunks:
         pairs = (1 - sliding) * b.causal_pairs() + sliding * b.causal_pairs(a.sliding_window)
         toks = (b.prefill_tokens + b.prefix_sum()) / dp
-        ops.append(Op("attention.prefill", "attention", "attn_prefill", "bf16",
-                      flops=pairs / dp * heads * 4 * hd * n,
-                      bytes=toks * (heads + 2 * kv_heads) * hd * ACT * n, launches=n))
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "attn_prefill",
+                "bf16",
+                flops=pairs / dp * heads * 4 * hd * n,
+                bytes=toks * (heads + 2 * kv_heads) * hd * ACT * n,
+                launches=n,
+            )
+        )
     return ops
 
 
@@ -215,14 +326,33 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     t_dp = b.tokens / p.dp_attention
     ops: list[Op] = []
     if m.dense_layers and t_dp and not mtp:
-        ops.append(gemm_op(inst, "dense_ffn", "dense_gemm", t_dp, dense_ffn_params(m) / p.tp, prec.dense,
-                         m.dense_layers * layer_scale, 3))
+        ops.append(
+            gemm_op(
+                inst,
+                "dense_ffn",
+                "dense_gemm",
+                t_dp,
+                dense_ffn_params(m) / p.tp,
+                prec.dense,
+                m.dense_layers * layer_scale,
+                3,
+            )
+        )
     if m.moe is None or not b.tokens:
         return ops
     n = 1.0 if mtp else m.moe_layers * layer_scale
     e = m.moe
-    ops.append(Op("moe.router", "moe", "gemm", "bf16", flops=2 * t_dp * gate_params(m) * n,
-                  bytes=gate_params(m) * 4 * n, launches=3 * n))
+    ops.append(
+        Op(
+            "moe.router",
+            "moe",
+            "gemm",
+            "bf16",
+            flops=2 * t_dp * gate_params(m) * n,
+            bytes=gate_params(m) * 4 * n,
+            launches=3 * n,
+        )
+    )
     pairs = b.tokens * e.top_k / p.ep
     pairs_max = pairs * expected_imbalance(inst, pairs)
     local = (e.num_experts + inst.runtime.redundant_experts) / p.ep
@@ -232,11 +362,21 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     family = "moe_gemv" if not b.prefill_tokens else "moe_gemm"  # decode-only steps may use GEMV kernels
     path = select(inst.hardware.arch, family, prec.moe, inst.runtime.kernel_overrides)
     weights = (pairs_max if not path.weight_reuse else max(touched, 1.0)) * ep_params * wb
-    ops.append(Op("moe.experts", "moe", family, gemm_rate_key(prec.moe, inst.hardware, "precision.moe"),
-                  flops=2 * pairs_max * ep_params * n,
-                  bytes=(weights + pairs_max * m.hidden_size * ACT * 3) * n, launches=5 * n, fmt=prec.moe,
-                  rows_per_group=pairs_max / max(touched, 1.0)))
+    ops.append(
+        Op(
+            "moe.experts",
+            "moe",
+            family,
+            gemm_rate_key(prec.moe, inst.hardware, "precision.moe"),
+            flops=2 * pairs_max * ep_params * n,
+            bytes=(weights + pairs_max * m.hidden_size * ACT * 3) * n,
+            launches=5 * n,
+            fmt=prec.moe,
+            rows_per_group=pairs_max / max(touched, 1.0),
+        )
+    )
     if e.num_shared_experts:
-        ops.append(gemm_op(inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp,
-                         prec.dense, n, 3))
+        ops.append(
+            gemm_op(inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp, prec.dense, n, 3)
+        )
     return ops

@@ -66,7 +66,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides)
     peak = peak_flops(hw, op.rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops
-    if path.tile_m and 0 < op.rows_per_group:
+    if path.tile_m and op.rows_per_group > 0:
         flops *= math.ceil(op.rows_per_group / path.tile_m) * path.tile_m / op.rows_per_group
     t_c = flops / (peak * path.compute_eff)
     t_m = op.bytes / (hw.mem_bw * path.memory_eff)
@@ -87,8 +87,16 @@ def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
     sinkhorn = 0.0
     if m.sinkhorn_iters:  # mHC: fused kernels on sm_90/sm_100; assumed unfused torch ops on sm_120
         sinkhorn = 2 * (2 * m.sinkhorn_iters + 4) if inst.hardware.arch == "sm_120" else 8
-    ops.append(Op("norms_residual_rope", "other", "elementwise", "bf16",
-                  bytes=t_dp * m.hidden_size * ACT * 10 * hc * layers, launches=(8 + sinkhorn) * layers))
+    ops.append(
+        Op(
+            "norms_residual_rope",
+            "other",
+            "elementwise",
+            "bf16",
+            bytes=t_dp * m.hidden_size * ACT * 10 * hc * layers,
+            launches=(8 + sinkhorn) * layers,
+        )
+    )
     return ops
 
 
@@ -125,11 +133,27 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
             disp_b = DISPATCH_BYTES[inst.precision.moe]
             disp = alltoall_time(hw, p.ep, nv * elems * disp_b, rdma * elems * disp_b)
             comb = alltoall_time(hw, p.ep, nv * elems * ACT, rdma * elems * ACT)
-            ops.append(Op("ep.dispatch_combine", "ep_comm", "comm", "bf16", bytes=(nv + rdma) * elems * 3,
-                          comm_s=(disp + comb) * n_moe))
+            ops.append(
+                Op(
+                    "ep.dispatch_combine",
+                    "ep_comm",
+                    "comm",
+                    "bf16",
+                    bytes=(nv + rdma) * elems * 3,
+                    comm_s=(disp + comb) * n_moe,
+                )
+            )
         elif stage_gpus > 1 and p.dp_attention == 1:
-            ops.append(Op("moe.allreduce", "tp_comm", "comm", "bf16", bytes=act,
-                          comm_s=allreduce_time(hw, stage_gpus, act) * n_moe))
+            ops.append(
+                Op(
+                    "moe.allreduce",
+                    "tp_comm",
+                    "comm",
+                    "bf16",
+                    bytes=act,
+                    comm_s=allreduce_time(hw, stage_gpus, act) * n_moe,
+                )
+            )
     return ops
 
 
@@ -140,8 +164,17 @@ def _mtp_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
     m = inst.model
     one = StepBatch.decode(b.decode_seqs, b.decode_kv_mean)
     per_pass = attention_ops(inst, one, 1.0 / m.num_layers) + ffn_ops(inst, one, 0.0, mtp=True)
-    per_pass.append(gemm_op(inst, "eh_proj", "dense_gemm", one.tokens / inst.parallel.dp_attention,
-                          2.0 * m.hidden_size * m.hidden_size, inst.precision.dense, 1.0))
+    per_pass.append(
+        gemm_op(
+            inst,
+            "eh_proj",
+            "dense_gemm",
+            one.tokens / inst.parallel.dp_attention,
+            2.0 * m.hidden_size * m.hidden_size,
+            inst.precision.dense,
+            1.0,
+        )
+    )
     per_pass += _head_ops(inst, one) + _comm_ops(inst, one, 1.0 / m.num_layers)
     for op in per_pass:
         op.name = "mtp." + op.name
@@ -172,19 +205,40 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
             # two-batch / fine-grained overlap hides part of the shorter of comm and compute
             h = inst.runtime.comm_overlap * min(c.time_s, compute)
             hidden += h
-            c = OpTime(c.name, c.category, c.time_s - h, c.flops, c.bytes, c.kernel, c.bound, c.source)
-        timed.append(c)
+            timed.append(OpTime(c.name, c.category, c.time_s - h, c.flops, c.bytes, c.kernel, c.bound, c.source))
+        else:
+            timed.append(c)
     launches = sum(op.launches for op in ops) + 2 * len(comm) * inst.model.num_layers * scale
-    timed.append(OpTime("launch_overhead", "other", launches * inst.runtime.launch_gap_s, 0.0, 0.0,
-                        "cuda-graph" if inst.runtime.cuda_graphs else "eager", "latency", "roofline"))
+    timed.append(
+        OpTime(
+            "launch_overhead",
+            "other",
+            launches * inst.runtime.launch_gap_s,
+            0.0,
+            0.0,
+            "cuda-graph" if inst.runtime.cuda_graphs else "eager",
+            "latency",
+            "roofline",
+        )
+    )
     all_ops = tuple(priced + timed)
     stage = sum(o.time_s for o in all_ops)
     notes: list[str] = []
     if offload_bytes > 0:
         t_off = offload_bytes / (inst.hardware.host_link.bw_gbps_unidir * 1e9)
         exposed = max(0.0, t_off - stage)
-        all_ops += (OpTime("weights.offload_prefetch", "other", exposed, 0.0, offload_bytes,
-                           inst.hardware.host_link.kind, "memory", "roofline"),)
+        all_ops += (
+            OpTime(
+                "weights.offload_prefetch",
+                "other",
+                exposed,
+                0.0,
+                offload_bytes,
+                inst.hardware.host_link.kind,
+                "memory",
+                "roofline",
+            ),
+        )
         stage += exposed
         notes.append(f"{offload_bytes / 1e9:.1f} GB of weights per GPU streamed from host each step")
     latency = stage

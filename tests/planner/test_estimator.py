@@ -1,0 +1,73 @@
+"""Steady-state estimates obey Little's law and behave monotonically."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.defaults import resolve
+from planner.estimator import estimate, max_users_at_slo
+from planner.scenario import parse_scenario
+
+AGG = {
+    "model": "deepseek-v3",
+    "hardware": "h200-sxm",
+    "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
+    "workload": {"isl": 2000, "osl": 500, "concurrency": 8},
+}
+DISAGG = {
+    "model": "deepseek-v3",
+    "hardware": "gb200-nvl72",
+    "deployment": {
+        "prefill": {"instances": 2, "gpus_per_instance": 4, "dp_attention": 4, "ep": 4},
+        "decode": {"gpus_per_instance": 16, "dp_attention": 16, "ep": 16},
+    },
+    "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
+    "workload": {"isl": 2000, "osl": 1000, "concurrency": 256},
+}
+
+
+def _res(d, **kw):
+    return resolve(parse_scenario({**d, **kw}))
+
+
+@pytest.mark.parametrize("scenario", [AGG, DISAGG])
+def test_closed_loop_obeys_littles_law(scenario):
+    e = estimate(_res(scenario))
+    rate = e.output_tok_s / _res(scenario).osl
+    assert rate * e.e2e_s == pytest.approx(e.concurrency, rel=0.02)
+
+
+def test_tpot_grows_and_per_user_speed_falls_with_concurrency():
+    res = _res(AGG)
+    runs = [estimate(res, c) for c in (1, 4, 16, 64)]
+    assert [r.tpot_s for r in runs] == sorted(r.tpot_s for r in runs)
+    assert runs[-1].output_tok_s > runs[0].output_tok_s
+
+
+def test_ttft_grows_without_bound_past_the_prefill_capacity_in_open_loop():
+    res = _res(DISAGG, workload={"isl": 2000, "osl": 1000, "request_rate": 1.0})
+    low = estimate(res)
+    res_hi = _res(DISAGG, workload={"isl": 2000, "osl": 1000, "request_rate": 1000.0})
+    high = estimate(res_hi)
+    assert not low.saturated
+    assert high.saturated
+    assert "prefill" in high.limit
+
+
+def test_prefill_throughput_counts_only_the_prefill_pool():
+    res = _res(DISAGG, phase="prefill")
+    e = estimate(res)
+    assert e.gpus == 8
+    assert e.input_tok_s_per_gpu > 1000
+
+
+def test_max_users_at_slo_is_monotone_in_the_target():
+    res = _res(AGG)
+    tight, _ = max_users_at_slo(res, None, None, 30_000)
+    loose, _ = max_users_at_slo(res, None, None, 60_000)
+    assert 1 <= tight <= loose
+
+
+def test_an_impossible_slo_serves_nobody():
+    users, _ = max_users_at_slo(_res(AGG), None, 0.01, None)
+    assert users == 0

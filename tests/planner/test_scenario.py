@@ -1,0 +1,85 @@
+"""Bad input gets a clear error naming the field and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.defaults import resolve
+from planner.scenario import ScenarioError, load_scenario, parse_scenario
+from roofline.errors import CatalogError, PlannerError
+
+BASE = {
+    "model": "deepseek-v3",
+    "hardware": "h200-sxm",
+    "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
+    "workload": {"isl": 1000, "osl": 100, "concurrency": 4},
+}
+
+
+def _with(**kw):
+    return {**BASE, **kw}
+
+
+def test_a_valid_scenario_resolves():
+    res = resolve(parse_scenario(BASE))
+    assert res.pools["aggregated"].instance.parallel.gpus == 8
+
+
+def test_negative_lengths_name_the_field():
+    with pytest.raises(ScenarioError, match=r"workload.isl must be positive"):
+        parse_scenario(_with(workload={"isl": -5, "osl": 10}))
+
+
+def test_unknown_fields_are_rejected_not_dropped():
+    with pytest.raises(ScenarioError, match=r"workload.concurency"):
+        parse_scenario(_with(workload={"isl": 10, "osl": 10, "concurency": 3}))
+
+
+def test_unknown_model_lists_known_ones():
+    with pytest.raises(CatalogError, match=r"unknown model 'gpt-5'"):
+        resolve(parse_scenario(_with(model="gpt-5")))
+
+
+def test_ep_larger_than_the_instance_is_an_error():
+    bad = _with(deployment={"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 16}})
+    with pytest.raises(ScenarioError, match=r"deployment.aggregated.*ep = 16 must divide"):
+        resolve(parse_scenario(bad))
+
+
+def test_parallelism_must_multiply_to_the_gpus():
+    bad = _with(deployment={"aggregated": {"gpus_per_instance": 8, "tp": 4}})
+    with pytest.raises(ScenarioError, match=r"must equal gpus_per_instance = 8"):
+        resolve(parse_scenario(bad))
+
+
+def test_precision_values_are_checked():
+    with pytest.raises(ScenarioError, match=r"precision.moe"):
+        parse_scenario(_with(precision={"moe": "int3"}))
+
+
+def test_aggregated_and_disaggregated_pools_are_exclusive():
+    bad = _with(deployment={"aggregated": {"gpus_per_instance": 8}, "decode": {"gpus_per_instance": 8}})
+    with pytest.raises(ScenarioError, match=r"not both"):
+        parse_scenario(bad)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ScenarioError, match=r"file not found"):
+        load_scenario(tmp_path / "none.yaml")
+    p = tmp_path / "bad.yaml"
+    p.write_text("model: [unclosed\n")
+    with pytest.raises(ScenarioError, match=r"not valid YAML"):
+        load_scenario(p)
+
+
+def test_every_user_error_is_a_planner_error():
+    assert issubclass(ScenarioError, PlannerError)
+    assert issubclass(CatalogError, PlannerError)
+
+
+def test_unknowns_are_filled_and_reported():
+    res = resolve(parse_scenario(_with(engine="trtllm", mtp="unknown", workload={"concurrency": 1})))
+    assert res.isl == 1024
+    assert res.osl == 1024
+    assert any(a.startswith("mtp: engine default for trtllm") for a in res.assumed)
+    assert res.pools["aggregated"].instance.mtp is not None

@@ -1,0 +1,86 @@
+"""`planner validate`: output format of shared/validation/README.md, and the seed anchors."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.validate import results_json, validate_file
+
+GOOD = {
+    "id": "h200-decode",
+    "source": "test",
+    "model": "deepseek-v3",
+    "hardware": "h200-sxm",
+    "engine": "sglang",
+    "phase": "decode",
+    "deployment": {"decode": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+    "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
+    "mtp": None,
+    "workload": {"isl": 1000, "osl": 100, "concurrency": 32, "concurrency_scope": "total"},
+    "metric": "output_tok_s_per_gpu",
+    "value": 500,
+    "unit": "tok/s",
+    "tolerance": 0.5,
+}
+
+
+def _file(tmp_path, anchors):
+    p = tmp_path / "anchors.yaml"
+    p.write_text(yaml.safe_dump({"version": 1, "anchors": anchors}))
+    return p
+
+
+def test_a_bad_anchor_is_a_row_with_its_reason_not_a_crash(tmp_path):
+    bad = {**GOOD, "id": "bad", "hardware": "h200-sxm", "precision": {**GOOD["precision"], "moe": "nvfp4"}}
+    results, summary = validate_file(_file(tmp_path, [GOOD, bad, {**GOOD, "id": "neg", "workload": {"isl": -1}}]))
+    assert summary["count"] == 3
+    assert summary["predicted"] == 1
+    by_id = {r.id: r for r in results}
+    assert by_id["bad"].predicted is None
+    assert "nvfp4" in by_id["bad"].error
+    assert "workload.isl" in by_id["neg"].error
+
+
+def test_json_output_has_the_documented_keys(tmp_path):
+    out = CliRunner().invoke(app, ["validate", str(_file(tmp_path, [GOOD])), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    row = data["results"][0]
+    assert set(row) == {
+        "id",
+        "metric",
+        "published",
+        "predicted",
+        "rel_error",
+        "within_tolerance",
+        "method",
+        "assumed",
+        "error",
+    }
+    assert set(data["summary"]) == {"count", "predicted", "within_tolerance", "median_abs_rel_error"}
+    assert row["rel_error"] == round((row["predicted"] - 500) / 500, 4)
+
+
+def test_seed_anchors_are_reproduced(shared_dir):
+    """Issue target: every anchor predicted, >= 16 of 21 within tolerance, median |error| <= 15%."""
+    results, summary = validate_file(shared_dir / "validation" / "seed_anchors.yaml")
+    assert summary["predicted"] == summary["count"] == 21
+    assert summary["within_tolerance"] >= 16
+    assert summary["median_abs_rel_error"] <= 0.15
+    assert results_json(results, summary)["summary"] == summary
+
+
+def test_metrics_that_need_a_decode_step_say_so(tmp_path):
+    anchor = {
+        **GOOD,
+        "phase": "prefill",
+        "deployment": {"prefill": GOOD["deployment"]["decode"]},
+        "metric": "decode_time_share_moe",
+        "value": 0.4,
+    }
+    results, _ = validate_file(_file(tmp_path, [anchor]))
+    assert "needs a decode step" in results[0].error

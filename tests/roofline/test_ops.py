@@ -1,0 +1,92 @@
+"""FLOP and byte counts of single ops against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from roofline.batch import StepBatch
+from roofline.ops import attention_ops, ffn_ops
+from roofline.params import expert_params
+from roofline.precision import BYTES_PER_PARAM
+from tests.conftest import make_instance
+
+
+def _op(ops, name):
+    return next(o for o in ops if o.name == name)
+
+
+def test_mla_absorbed_decode_flops_and_kv_bytes():
+    """Per layer: 2 x heads x (576 QK + 512 PV) FLOPs per cached token; 576 KV values read."""
+    inst = make_instance(gpus=1, tp=1, ep=1)
+    ops = attention_ops(inst, StepBatch.decode(1, 1000), 1.0)
+    att = _op(ops, "attention.decode")
+    assert att.flops == pytest.approx(61 * 1000 * 128 * 2 * (576 + 512))
+    assert att.bytes == pytest.approx(61 * 1000 * 576 * 2)
+
+
+def test_tensor_parallel_splits_heads_but_every_rank_reads_the_whole_latent():
+    one = _op(attention_ops(make_instance(gpus=1, tp=1, ep=1), StepBatch.decode(4, 1000), 1.0), "attention.decode")
+    eight = _op(attention_ops(make_instance(), StepBatch.decode(4, 1000), 1.0), "attention.decode")
+    assert eight.flops == pytest.approx(one.flops / 8)
+    assert eight.bytes == pytest.approx(one.bytes)
+
+
+def test_dsa_attends_to_at_most_topk_keys_but_indexes_all():
+    inst = make_instance("deepseek-v3.2", kv_cache="fp8")
+    short = attention_ops(inst, StepBatch.decode(1, 2048), 1.0)
+    long = attention_ops(inst, StepBatch.decode(1, 8192), 1.0)
+    assert _op(long, "attention.decode").flops == pytest.approx(_op(short, "attention.decode").flops)
+    assert _op(long, "attention.indexer").flops == pytest.approx(4 * _op(short, "attention.indexer").flops)
+
+
+def test_causal_pairs_of_a_prefill_chunk():
+    assert StepBatch.prefill([(4, 0)]).causal_pairs() == 10  # 1 + 2 + 3 + 4
+    assert StepBatch.prefill([(2, 3)]).causal_pairs() == 2 * 3 + 3  # prefix 3: rows see 4, 5 keys
+    assert StepBatch.prefill([(4, 0)]).causal_pairs(cap=2) == 1 + 2 + 2 + 2
+
+
+def test_gemm_flops_are_two_per_multiply_add():
+    inst = make_instance(gpus=1, tp=1, ep=1)
+    b = StepBatch.decode(16, 100)
+    ops = ffn_ops(inst, b, 1.0)
+    dense = _op(ops, "dense_ffn")
+    assert dense.flops == pytest.approx(2 * 16 * 3 * 7168 * 18432 * 3)
+
+
+def test_batch_one_decode_reads_about_topk_experts():
+    """One token touches top_k experts: about 8 of DeepSeek-V3's 256 are read per layer."""
+    inst = make_instance(gpus=1, tp=1, ep=1)
+    moe = _op(ffn_ops(inst, StepBatch.decode(1, 100), 1.0), "moe.experts")
+    per_layer = moe.bytes / 58
+    expected = 8 * expert_params(inst.model) * BYTES_PER_PARAM["fp8"]
+    assert per_layer == pytest.approx(expected, rel=0.03)
+
+
+def test_large_batch_decode_reads_every_local_expert():
+    inst = make_instance()
+    moe = _op(ffn_ops(inst, StepBatch.decode(4096, 100), 1.0), "moe.experts")
+    weights = 32 * expert_params(inst.model) * BYTES_PER_PARAM["fp8"] * 58
+    assert moe.bytes >= weights * 0.999
+
+
+def test_expert_load_imbalance_shrinks_with_tokens_per_rank():
+    from roofline.ops import expected_imbalance
+
+    inst = make_instance(gpus=48, tp=1, dp=48, ep=48)
+    few, many = expected_imbalance(inst, 64), expected_imbalance(inst, 100_000)
+    assert few > many > 1.0
+    assert many == pytest.approx(1.15, rel=0.02)
+    assert expected_imbalance(make_instance(gpus=1, tp=1, ep=1), 64) == 1.0
+
+
+def test_v4_compressed_layers_attend_window_plus_compressed_keys():
+    inst = make_instance("deepseek-v4-flash", "rtx-pro-6000", gpus=4, tp=4, ep=1, dense="fp8", moe="mxfp4")
+    ops = attention_ops(inst, StepBatch.decode(1, 4096), 1.0)
+    decode = [o for o in ops if o.name == "attention.decode"]
+    heads, d = 64 / 4, 512
+    # window-only x2, CSA x21 (128 + min(1024, 512)), HCA x20 (128 + 32)
+    attended = 2 * 128 + 21 * (128 + 512) + 20 * (128 + 32)
+    assert sum(o.flops for o in decode) == pytest.approx(attended * heads * 4 * d)
+    assert math.isclose(sum(o.bytes for o in decode), attended * d * 2)

@@ -1,0 +1,113 @@
+"""The step-cost model: ratios the seeds report must come out of the model, not constants."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.batch import StepBatch
+from roofline.deployment import MTPConfig
+from roofline.kernels import KERNELS, select
+from roofline.step import step_cost
+from tests.conftest import make_instance
+
+
+def _cat(cost, name):
+    return sum(o.time_s for o in cost.ops if o.name == name)
+
+
+def gb200(**prec):
+    return make_instance("deepseek-v3", "gb200-nvl72", gpus=48, tp=1, dp=48, ep=48, **prec)
+
+
+def test_fp8_decode_attention_is_about_1_8x_bf16_on_gb200():
+    """Seed 000: FP8 attention kernels about 1.8x faster than BF16 (same batch and context)."""
+    batch = StepBatch.decode(48 * 512, 2000)
+    bf16 = _cat(step_cost(gb200(), batch), "attention.decode")
+    fp8 = _cat(step_cost(gb200(attention="fp8", kv_cache="fp8"), batch), "attention.decode")
+    assert 1.6 <= bf16 / fp8 <= 2.0
+
+
+def test_nvfp4_moe_gemm_is_up_to_about_1_9x_fp8_on_gb200():
+    """Seed 000: NVFP4 GEMMs up to 1.9x over FP8; never more than the 2x of peak and bytes."""
+    ratios = []
+    for per_gpu in (8, 64, 512, 2048):
+        batch = StepBatch.decode(48 * per_gpu, 2000)
+        fp8 = _cat(step_cost(gb200(), batch), "moe.experts")
+        fp4 = _cat(step_cost(gb200(moe="nvfp4"), batch), "moe.experts")
+        ratios.append(fp8 / fp4)
+    assert max(ratios) == pytest.approx(1.9, abs=0.15)
+    assert all(1.0 < r <= 2.0 for r in ratios)
+
+
+def test_step_time_grows_with_batch_and_context():
+    inst = make_instance()
+    t = [step_cost(inst, StepBatch.decode(b, 2000)).time_s for b in (1, 8, 64, 256)]
+    assert t == sorted(t)
+    assert step_cost(inst, StepBatch.decode(64, 8000)).time_s > step_cost(inst, StepBatch.decode(64, 2000)).time_s
+
+
+def test_every_op_is_tagged_with_its_source_and_kernel():
+    cost = step_cost(make_instance(), StepBatch.decode(32, 2000))
+    assert {o.source for o in cost.ops} <= {"roofline", "calibrated", "measured"}
+    assert all(o.kernel for o in cost.ops)
+    assert sum(o.time_s for o in cost.ops) == pytest.approx(cost.time_s)
+
+
+def test_eager_execution_costs_launch_overhead_per_kernel():
+    inst = make_instance()
+    eager = inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"cuda_graphs": False})})
+    b = StepBatch.decode(1, 1000)
+    assert step_cost(eager, b).time_s > step_cost(inst, b).time_s * 1.3
+
+
+def test_mtp_verifies_drafts_and_runs_the_draft_layer():
+    inst = make_instance(mtp=MTPConfig(draft_tokens=3, accepted_tokens=1.65))
+    plain = step_cost(make_instance(), StepBatch.decode(8, 2000))
+    spec = step_cost(inst, StepBatch.decode(8, 2000, draft_tokens=3))
+    assert spec.tokens == 32
+    assert any(o.name.startswith("mtp.") for o in spec.ops)
+    assert plain.time_s < spec.time_s < 2.65 * plain.time_s
+
+
+def test_sm120_decode_uses_cuda_core_fallbacks_and_prefill_does_not():
+    assert not select("sm_120", "sparse_attn").tensor_cores
+    assert not select("sm_120", "moe_gemv", "mxfp4").tensor_cores
+    assert select("sm_120", "moe_gemm", "mxfp4").tensor_cores
+    assert select("sm_120", "moe_gemv", "nvfp4").tensor_cores
+    assert select("sm_90", "moe_gemv", "fp8") == select("sm_90", "moe_gemm", "fp8")
+
+
+def test_a_tensor_core_override_lifts_the_sm120_attention_ceiling():
+    inst = make_instance("deepseek-v4-flash", "rtx-pro-6000", gpus=4, tp=4, ep=1, dense="fp8", moe="mxfp4")
+    tc = inst.model_copy(
+        update={
+            "runtime": inst.runtime.model_copy(
+                update={"kernel_overrides": {"sparse_attn": "tensor-core-sparse-mla-sm120"}}
+            )
+        }
+    )
+    b = StepBatch.decode(16, 1536)
+    assert _cat(step_cost(tc, b), "attention.decode") < _cat(step_cost(inst, b), "attention.decode") / 20
+
+
+def test_unknown_kernel_override_is_an_error_listing_known_paths():
+    from roofline.errors import MissingKernelDataError
+
+    with pytest.raises(MissingKernelDataError, match=r"known: .*flashmla-sm90"):
+        select("sm_90", "mla_decode", overrides={"mla_decode": "nope"})
+
+
+def test_kernel_table_priors_are_efficiencies():
+    for k in KERNELS.values():
+        assert 0 < k.compute_eff <= 1, k.name
+        assert 0 < k.memory_eff <= 1, k.name
+        assert k.source, k.name
+
+
+def test_wide_ep_beyond_the_nvlink_domain_pays_rdma():
+    """EP72 on H100 (9 nodes) is communication-heavy; the same EP on NVL72 is not."""
+    b = StepBatch.decode(72 * 256, 2000)
+    h100 = make_instance("deepseek-v3", "h100-sxm", gpus=72, tp=1, dp=72, ep=72)
+    nvl = make_instance("deepseek-v3", "gb200-nvl72", gpus=72, tp=1, dp=72, ep=72)
+    comm = lambda c: c.by_category()["ep_comm"] + c.hidden_comm_s  # noqa: E731
+    assert comm(step_cost(h100, b)) > 5 * comm(step_cost(nvl, b))
