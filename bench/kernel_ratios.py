@@ -19,9 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _inst(**prec: str) -> InstanceSpec:
     mix = {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"} | prec
-    return InstanceSpec(model=get_model("deepseek-v3"), hardware=get_hardware("gb200-nvl72"),
-                        parallel=Parallelism(gpus=48, dp_attention=48, ep=48), precision=PrecisionMix(**mix),
-                        runtime=RuntimeOptions())
+    return InstanceSpec(
+        model=get_model("deepseek-v3"),
+        hardware=get_hardware("gb200-nvl72"),
+        parallel=Parallelism(gpus=48, dp_attention=48, ep=48),
+        precision=PrecisionMix(**mix),
+        runtime=RuntimeOptions(),
+    )
 
 
 def _op_time(inst: InstanceSpec, batch: StepBatch, name: str) -> float:
@@ -38,11 +42,21 @@ def main() -> None:
         af = _op_time(_inst(attention="fp8", kv_cache="fp8"), b, "attention.decode")
         mf = _op_time(_inst(), b, "moe.experts")
         mn = _op_time(_inst(moe="nvfp4"), b, "moe.experts")
-        rows.append({"batch_per_gpu": per_gpu, "attention_bf16_ms": ab * 1e3, "attention_fp8_ms": af * 1e3,
-                     "attention_ratio": ab / af, "moe_fp8_ms": mf * 1e3, "moe_nvfp4_ms": mn * 1e3,
-                     "moe_ratio": mf / mn})
-        print(f"| {per_gpu} | {ab * 1e3:.2f} | {af * 1e3:.2f} | {ab / af:.2f}x | {mf * 1e3:.2f} | {mn * 1e3:.2f} | "
-              f"{mf / mn:.2f}x |")
+        rows.append(
+            {
+                "batch_per_gpu": per_gpu,
+                "attention_bf16_ms": ab * 1e3,
+                "attention_fp8_ms": af * 1e3,
+                "attention_ratio": ab / af,
+                "moe_fp8_ms": mf * 1e3,
+                "moe_nvfp4_ms": mn * 1e3,
+                "moe_ratio": mf / mn,
+            }
+        )
+        print(
+            f"| {per_gpu} | {ab * 1e3:.2f} | {af * 1e3:.2f} | {ab / af:.2f}x | {mf * 1e3:.2f} | {mn * 1e3:.2f} | "
+            f"{mf / mn:.2f}x |"
+        )
     out = ROOT / "bench" / "results" / "kernel_ratios.json"
     out.write_text(json.dumps(rows, indent=2))
     print(f"saved {out.relative_to(ROOT)}")

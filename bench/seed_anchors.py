@@ -27,13 +27,18 @@ def main() -> None:
     for r in results:
         pred = "error" if r.predicted is None else _num(r.predicted)
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
-        print(f"| {r.id} | {r.metric} | {_num(r.published or 0)} | {pred} | {err} | {r.tolerance:.0%} | "
-              f"{'yes' if r.within_tolerance else 'no'} |")
+        print(
+            f"| {r.id} | {r.metric} | {_num(r.published or 0)} | {pred} | {err} | {r.tolerance:.0%} | "
+            f"{'yes' if r.within_tolerance else 'no'} |"
+        )
     med = summary["median_abs_rel_error"]
     print(f"\n{summary['within_tolerance']} of {summary['count']} within tolerance, median |error| {med:.1%}")
     out = ROOT / "bench" / "results" / "seed_anchors.json"
-    out.write_text(json.dumps({"date": date.today().isoformat(), "file": str(path.name),
-                               **results_json(results, summary)}, indent=2))
+    out.write_text(
+        json.dumps(
+            {"date": date.today().isoformat(), "file": str(path.name), **results_json(results, summary)}, indent=2
+        )
+    )
     print(f"saved {out.relative_to(ROOT)}")
 
 

@@ -182,26 +182,37 @@ def estimate_aggregated(res: Resolved, concurrency: float | None = None) -> Esti
     x = (res.request_rate / inst_n) if res.request_rate else 0.0
     b_dec, ttft, tpot, rho, step_d = max(c, 1.0), 0.0, 0.0, 0.0, None
     step_p: StepCost | None = None
-    for _ in range(60):
-        nb = max(1, min(round(max(c, x * 0.1, 1.0)), max(1, budget // max(res.isl, 1))))
+    t_d = t_p = 0.0
+    max_nb = max(1, budget // max(res.isl, 1))
+    for _ in range(80):
+        # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
+        # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
+        # holds lam / (1 - e^-lam) of them on average.
+        lam = x * (t_d + t_p)
+        nb_mean = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0
+        nb = max(1, min(round(nb_mean), max_nb))
         step_p, done = prefill_step(pool, res.isl, budget, nb)
+        t_p = step_p.time_s * -math.expm1(-lam) if lam > 1e-9 else 0.0  # prefill time per cycle
         per_req = step_p.time_s / done
-        step_d = decode_step(pool, max(b_dec, 1.0), res.kv_len)
+        step_d = decode_step(pool, max(min(b_dec, cap), 1.0), res.kv_len)
+        t_d = step_d.time_s
         rho = min(x * per_req, 0.95) if x else 0.0
-        wait = step_d.time_s / 2 if c > 1 else 0.0
-        ttft = step_p.time_s + wait + (_mdl_wait(rho, per_req) if res.request_rate else 0.0)
-        tpot = step_d.time_s / _tps(pool) / (1 - rho)
-        e2e = ttft + (res.osl - 1) * tpot
+        wait = t_d / 2 if c > 1 or res.request_rate else 0.0  # residual of the step in progress
+        ttft_min = step_p.time_s + wait + (_mdl_wait(rho, per_req) if res.request_rate else 0.0)
+        tpot = t_d / _tps(pool) / (1 - rho)
+        decode_s = (res.osl - 1) * tpot
         if res.request_rate:
-            b_new = min(x * (res.osl - 1) * tpot, cap)
-            b_dec = 0.5 * b_dec + 0.5 * max(b_new, 1.0)
-        else:
-            x = 0.5 * x + 0.5 * c / e2e if x else c / e2e
-            b_dec = max(c - x * ttft, 1.0)
+            ttft = ttft_min
+            b_dec = 0.5 * b_dec + 0.5 * max(min(x * decode_s, cap), 1.0)
+        else:  # Little's law over the loop; beyond KV capacity the excess waits for admission
+            x_new = min(c / (ttft_min + decode_s), cap / decode_s) if decode_s > 0 else c / ttft_min
+            x = 0.5 * x + 0.5 * x_new if x else x_new
+            ttft = max(ttft_min, c / x - decode_s)
+            b_dec = max(min(x * decode_s, cap), 1.0)
     assert step_d is not None
     e2e = ttft + (res.osl - 1) * tpot
     total_x = x * inst_n
-    limit = "decode KV capacity" if b_dec >= cap else ("prefill stalls decode" if rho >= 0.95 else "")
+    limit = "decode KV capacity" if b_dec >= 0.99 * cap else ("prefill stalls decode" if rho >= 0.95 else "")
     est = Estimate(
         "aggregated",
         pool.spec.gpus,

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from roofline.catalog.schema import StrictModel
 from roofline.errors import PlannerError
+from simulator.config import SimConfig
 
 Unknown = Literal["unknown"]
 Engine = Literal["sglang", "trtllm", "vllm", "other"]
@@ -119,6 +120,7 @@ class Scenario(StrictModel):
     workload: WorkloadSpec = WorkloadSpec()
     slo: SLOSpec | None = None
     runtime: RuntimeSpec = RuntimeSpec()
+    simulation: SimConfig | None = None
 
 
 def format_validation_error(exc: ValidationError, where: str) -> str:

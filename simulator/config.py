@@ -1,0 +1,99 @@
+"""Simulation settings: arrival process, length distributions, trace, router and scheduler knobs.
+
+Strict pydantic models validated at the edge (a scenario's `simulation:` section). They describe
+traffic and policies only; deployments come from `roofline.deployment.InstanceSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from roofline.catalog.schema import StrictModel
+
+
+class LengthDist(StrictModel):
+    """Token-length distribution. `fixed`: value; `uniform`: [min, max]; `normal`: mean, std;
+    `lognormal`: mean (of the lengths) and sigma (shape); `empirical`: resample a trace column."""
+
+    kind: Literal["fixed", "uniform", "normal", "lognormal", "empirical"]
+    value: int | None = Field(default=None, gt=0)
+    min: int | None = Field(default=None, gt=0)
+    max: int | None = Field(default=None, gt=0)
+    mean: float | None = Field(default=None, gt=0)
+    std: float | None = Field(default=None, ge=0)
+    sigma: float | None = Field(default=None, gt=0)
+    trace: str | None = None
+    format: Literal["azure", "splitwise", "mooncake"] = "splitwise"
+    column: Literal["input", "output"] | None = None  # empirical: default is the field it fills
+
+    @model_validator(mode="after")
+    def _check(self) -> LengthDist:
+        need = {
+            "fixed": ("value",),
+            "uniform": ("min", "max"),
+            "normal": ("mean", "std"),
+            "lognormal": ("mean", "sigma"),
+            "empirical": ("trace",),
+        }[self.kind]
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"{self.kind} lengths need {', '.join(missing)}")
+        if self.kind == "uniform" and self.min and self.max and self.min > self.max:
+            raise ValueError("uniform lengths need min <= max")
+        return self
+
+
+class ArrivalSpec(StrictModel):
+    """`poisson` (rate), `gamma` (rate and cv: bursty when cv > 1), `constant` (rate), `piecewise`
+    (schedule of [start_s, rate] pairs), `closed` (concurrency: a new request when one finishes),
+    `trace` (the trace's own timestamps, divided by `time_scale`)."""
+
+    kind: Literal["poisson", "gamma", "constant", "piecewise", "closed", "trace"]
+    rate: float | None = Field(default=None, gt=0)
+    cv: float | None = Field(default=None, gt=0)
+    schedule: list[tuple[float, float]] | None = None
+    concurrency: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ArrivalSpec:
+        need = {
+            "poisson": ("rate",),
+            "gamma": ("rate", "cv"),
+            "constant": ("rate",),
+            "piecewise": ("schedule",),
+            "closed": ("concurrency",),
+            "trace": (),
+        }[self.kind]
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"{self.kind} arrivals need {', '.join(missing)}")
+        if self.schedule is not None:
+            starts = [s for s, _ in self.schedule]
+            if not self.schedule or starts != sorted(starts) or starts[0] != 0 or any(r < 0 for _, r in self.schedule):
+                raise ValueError("schedule must start at 0 s, be sorted by time, with non-negative rates")
+        return self
+
+
+class TraceSpec(StrictModel):
+    path: str
+    format: Literal["azure", "splitwise", "mooncake"]
+    time_scale: float = Field(default=1.0, gt=0)  # >1 replays faster
+
+
+class SimConfig(StrictModel):
+    requests: int = Field(default=2000, gt=0)
+    seed: int = 0
+    arrival: ArrivalSpec | None = None  # None: closed loop at the workload's concurrency, else Poisson
+    input_len: LengthDist | None = None  # None: fixed at the workload's isl
+    output_len: LengthDist | None = None
+    trace: TraceSpec | None = None
+    router: Literal["round_robin", "least_loaded", "kv_aware"] = "least_loaded"
+    max_running_requests: int | None = Field(default=None, gt=0)
+    prefix_cache_hit_rate: float = Field(default=0.0, ge=0, lt=1)
+    prefix_block_tokens: int = Field(default=512, gt=0)  # Mooncake hash_ids cover 512-token blocks
+    warmup_fraction: float = Field(default=0.1, ge=0, lt=1)
+    closed_loop_ramp_s: float | None = Field(default=None, ge=0)  # clients start spread over this
+    ep_imbalance_noise: bool = True  # draw each step's max-rank expert load
+    kv_reservation: float = Field(default=1.0, ge=0, le=1)  # share of remaining output reserved at admission

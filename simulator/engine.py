@@ -1,0 +1,236 @@
+"""Wires a deployment into a SimPy environment and runs a workload through it.
+
+`simulate(pools, workload, cfg)` builds the instances of each pool (prefill, decode or
+aggregated), a router, the arrival process (open loop from arrival times, or closed loop that
+issues a new request when one finishes), and the KV-transfer hop between prefill and decode.
+It returns the per-request table and the per-step log; `simulator.metrics` summarises them.
+The same seed gives the same result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from roofline.comm import kv_transfer_time
+from roofline.deployment import InstanceSpec
+from roofline.memory import plan_memory
+from simulator.config import SimConfig
+from simulator.instances import AggregatedInstance, DecodeInstance, Instance, PrefillInstance
+from simulator.mtp import DraftSampler
+from simulator.request import RequestTable
+from simulator.router import Router
+from simulator.stepfn import StepTimer
+from simulator.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDef:
+    role: str  # prefill | decode | aggregated
+    instances: int
+    inst: InstanceSpec
+    budget_tokens: int  # prefill tokens per step for the whole instance
+
+
+@dataclass(slots=True)
+class SimResult:
+    table: RequestTable
+    steps: np.ndarray  # columns: end time, instance uid, batch, output tokens, input tokens, kv fraction, queue
+    instances: list[tuple[str, int]]  # (role, pool index) per uid
+    window: tuple[float, float]
+    gpus: int
+    wall_time_s: float
+    model_calls: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Context:
+    """Shared state of one run: environment, request table, router and hand-offs between pools."""
+
+    def __init__(self, pools: list[PoolDef], wl: Workload, cfg: SimConfig, same_domain: bool) -> None:
+        self.env = simpy.Environment()
+        self.cfg = cfg
+        self.rng = np.random.default_rng(cfg.seed + 1)
+        self.table = RequestTable(wl.isl, wl.osl)
+        self.hash_ids = wl.hash_ids
+        self.log: list[tuple[float, int, int, float, int, float, int]] = []
+        self.out_tokens: list[tuple[float, float]] = []
+        self.instances: list[Instance] = []
+        self.by_role: dict[str, list[Instance]] = {"prefill": [], "decode": [], "aggregated": []}
+        self.samplers: dict[int, DraftSampler] = {}
+        self.on_finish: Callable[[int], None] = lambda i: None
+        self.transfer_s: Callable[[int], float] = lambda i: 0.0
+        for p_idx, p in enumerate(pools):
+            self._build_pool(p_idx, p, same_domain)
+        self.router = Router(cfg.router, self.by_role)
+
+    def _build_pool(self, p_idx: int, p: PoolDef, same_domain: bool) -> None:
+        cls = {"prefill": PrefillInstance, "decode": DecodeInstance, "aggregated": AggregatedInstance}[p.role]
+        plan = plan_memory(p.inst, kv_needed_tokens=2 * p.budget_tokens / p.inst.parallel.dp_attention)
+        dp = p.inst.parallel.dp_attention
+        capacity = plan.kv_pool_bytes / plan.kv_bytes_per_token * dp if plan.kv_bytes_per_token else math.inf
+        window = plan.window_bytes_per_seq / plan.kv_bytes_per_token if plan.kv_bytes_per_token else 0.0
+        max_running = self.cfg.max_running_requests or 1 << 30
+        drafts = p.inst.mtp.draft_tokens if p.inst.mtp and p.role != "prefill" else 0
+        if p.role == "decode" and plan.kv_bytes_per_token:
+            hw = p.inst.hardware
+            per_token = plan.kv_bytes_per_token * p.inst.parallel.pp
+            self.transfer_s = lambda i: kv_transfer_time(hw, same_domain, float(self.table.isl[i]) * per_token)
+        for _ in range(p.instances):
+            uid = len(self.instances)
+            timer = StepTimer(
+                p.inst, np.random.default_rng([self.cfg.seed, uid]), self.cfg.ep_imbalance_noise, plan.offloaded_bytes
+            )
+            inst = cls(
+                self, uid, p_idx, timer, p.budget_tokens, capacity, window, max_running, drafts, self.cfg.kv_reservation
+            )
+            if p.inst.mtp and p.role != "prefill":
+                self.samplers[uid] = DraftSampler(p.inst.mtp, np.random.default_rng([self.cfg.seed, uid, 7]))
+            self.instances.append(inst)
+            self.by_role[p.role].append(inst)
+            self.env.process(inst.run())  # type: ignore[attr-defined]
+
+    # ---- hand-offs
+    def arrive(self, i: int) -> None:
+        self.table.on_arrival(i, self.env.now)
+        self.router.to_prefill(i, self.table).enqueue_prefill(i, int(self.table.isl[i]))
+
+    def cached_tokens(self, inst: Instance, i: int, context: int) -> int:
+        if self.table.preemptions[i]:
+            return 0  # a recompute prefills everything again
+        if self.hash_ids is not None:
+            blocks = self.hash_ids[i]
+            hit = 0
+            for h in blocks:
+                if h not in inst.seen_blocks:
+                    break
+                hit += 1
+            inst.seen_blocks.update(blocks)
+            cached = hit * self.cfg.prefix_block_tokens
+        else:
+            cached = int(context * self.cfg.prefix_cache_hit_rate)
+        cached = min(cached, context - 1)
+        self.table.cached[i] = cached
+        return cached
+
+    def prefill_done(self, inst: Instance, i: int) -> None:
+        if inst.kind == "aggregated":
+            self.table.on_first_token(i, self.env.now)
+            if self.table.generated[i] >= self.table.osl[i]:
+                self.finished(inst, i)
+            else:
+                self.start_decode(inst, i, self.table.context(i) + 1)
+            return
+        delay = self.transfer_s(i)
+        first = self.table.preemptions[i] == 0
+        self.env.timeout(delay).callbacks.append(lambda _ev: self._deliver(i, first))
+
+    def _deliver(self, i: int, first: bool) -> None:
+        if first:
+            self.table.on_first_token(i, self.env.now)
+        if self.table.generated[i] >= self.table.osl[i]:
+            self.finished(None, i)
+            return
+        dec = self.router.to_decode(i, self.table)
+        self.table.decode_instance[i] = dec.uid
+        dec.enqueue_decode(i)  # type: ignore[attr-defined]
+
+    def remaining(self, i: int) -> int:
+        """Output tokens request i still has to generate once (re)admitted to decode."""
+        return int(self.table.osl[i] - max(self.table.generated[i], 1))
+
+    def start_decode(self, inst: Instance, i: int, kv0: float) -> None:
+        remaining = int(self.table.osl[i] - self.table.generated[i])
+        sampler = self.samplers.get(inst.uid)
+        steps, per_step = sampler.steps(remaining) if sampler else (remaining, 1.0)
+        inst.state.admit(i, kv0, steps, per_step, remaining)
+        self.table.decode_instance[i] = inst.uid
+
+    def preempted(self, inst: Instance, i: int, gen: int) -> None:
+        self.table.on_preempted(i, int(self.table.generated[i]) + gen)
+        target = inst if inst.kind == "aggregated" else self.router.to_prefill(i, self.table)
+        target.enqueue_prefill(i, self.table.context(i))
+
+    def finished(self, inst: Instance | None, i: int) -> None:
+        self.table.on_finish(i, self.env.now)
+        if inst is not None and inst.kind == "aggregated":
+            inst.notify()
+        self.on_finish(i)
+
+    def drop(self, i: int) -> None:
+        self.table.on_drop(i, self.env.now)
+        self.on_finish(i)
+
+    def output_tokens(self, tokens: float) -> None:
+        self.out_tokens.append((self.env.now, tokens))
+
+    def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
+        st = inst.state
+        kv = st.kv_tokens() / st.capacity if st.capacity < math.inf else 0.0
+        waiting = len(inst.queue) + len(getattr(inst, "waiting", ()))
+        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
+
+
+def _open_loop(ctx: Context, arrivals: np.ndarray) -> Generator[Any, Any, None]:
+    env = ctx.env
+    for i, t in enumerate(arrivals):
+        if t > env.now:
+            yield env.timeout(t - env.now)
+        ctx.arrive(i)
+
+
+def simulate(
+    pools: list[PoolDef],
+    wl: Workload,
+    cfg: SimConfig,
+    same_domain: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> SimResult:
+    start = time.process_time()
+    ctx = Context(pools, wl, cfg, same_domain)
+    n = len(wl)
+    done = [0]
+    issued = [0]
+
+    def finished(i: int) -> None:
+        done[0] += 1
+        if progress and done[0] % 1000 == 0:
+            progress(done[0])
+        if wl.arrival_s is None and issued[0] < n:
+            issued[0] += 1
+            ctx.arrive(issued[0] - 1)
+
+    ctx.on_finish = finished
+    if wl.arrival_s is None:
+        first = min(wl.concurrency, n)
+        issued[0] = first
+        ramp = cfg.closed_loop_ramp_s or 0.0
+        starts = np.sort(ctx.rng.uniform(0, ramp, size=first)) if ramp else np.zeros(first)
+        ctx.env.process(_open_loop(ctx, starts))
+    else:
+        ctx.env.process(_open_loop(ctx, wl.arrival_s))
+    ctx.env.run()
+    arrivals = ctx.table.arrival
+    order = np.sort(arrivals[~np.isnan(arrivals)])
+    t0 = float(order[min(int(cfg.warmup_fraction * n), len(order) - 1)])
+    t1 = float(order[-1]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
+    if t1 <= t0:
+        t1 = float(np.nanmax(ctx.table.finish))
+    steps = np.array(ctx.log, dtype=float) if ctx.log else np.zeros((0, 7))
+    gpus = sum(p.instances * p.inst.parallel.gpus for p in pools)
+    return SimResult(
+        ctx.table,
+        steps,
+        [(i.kind, i.pool) for i in ctx.instances],
+        (t0, t1),
+        gpus,
+        time.process_time() - start,
+        sum(i.timer.calls for i in ctx.instances),
+        {"out_tokens": np.array(ctx.out_tokens, dtype=float).reshape(-1, 2)},
+    )

@@ -1,0 +1,190 @@
+"""SimPy processes of serving instances: prefill, decode and aggregated.
+
+One SimPy event per forward step per instance. Each loop reads like the engine it models:
+admit what fits, run one step (its time from the memoized step-cost model), then hand off the
+requests whose step it was. Prefill takes whole or chunked prompts up to a token budget;
+decode runs continuous batching with KV-pool admission and preemption by recompute; an
+aggregated instance schedules SGLang-style, a pending prefill batch before the next decode step,
+so prefill stalls the running decodes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from simulator.decode_state import DecodeState
+from simulator.stepfn import StepTimer
+
+if TYPE_CHECKING:
+    from simulator.engine import Context
+
+
+class Instance:
+    kind = "instance"
+
+    def __init__(
+        self,
+        ctx: Context,
+        uid: int,
+        pool: int,
+        timer: StepTimer,
+        budget: int,
+        capacity: float,
+        window: float,
+        max_running: int,
+        drafts: int,
+        reserve: float,
+    ) -> None:
+        self.ctx, self.uid, self.pool, self.timer = ctx, uid, pool, timer
+        self.budget, self.drafts = budget, drafts
+        self.state = DecodeState(capacity, max_running, window, reserve)
+        self.queue: deque[list[int]] = deque()  # prefill entries: [id, new tokens left, prefix done]
+        self.queued_tokens = 0
+        self.wake = ctx.env.event()
+        self.seen_blocks: set[int] = set()
+
+    def notify(self) -> None:
+        if not self.wake.triggered:
+            self.wake.succeed()
+
+    def sleep(self) -> Any:
+        self.wake = self.ctx.env.event()
+        return self.wake
+
+    # ---- prefill side
+    def enqueue_prefill(self, i: int, context: int) -> None:
+        cached = self.ctx.cached_tokens(self, i, context)
+        self.queue.append([i, context - cached, cached])
+        self.queued_tokens += context - cached
+        self.notify()
+
+    def take_chunks(self, fits: Any = None) -> tuple[list[tuple[int, int]], list[int]]:
+        """Chunks for one prefill step within the token budget; returns (chunks, finished ids)."""
+        chunks: list[tuple[int, int]] = []
+        done: list[int] = []
+        budget, now, table = self.budget, self.ctx.env.now, self.ctx.table
+        while self.queue and budget > 0:
+            entry = self.queue[0]
+            if fits is not None and entry[2] == table.cached[entry[0]] and not fits(entry):
+                break
+            take = min(entry[1], budget)
+            table.on_prefill_start(entry[0], now)
+            chunks.append((take, entry[2]))
+            entry[1] -= take
+            entry[2] += take
+            budget -= take
+            self.queued_tokens -= take
+            if entry[1]:
+                break  # the rest of this prompt goes in the next step
+            done.append(self.queue.popleft()[0])
+        return chunks, done
+
+    # ---- decode side
+    def decode_step(self) -> Generator[Any, Any, None]:
+        st = self.state
+        for i, gen in st.preempt_to_fit():
+            self.ctx.preempted(self, i, gen)
+        if not st.n:
+            return
+        dt = self.timer.decode(st.n, st.kv_tokens(), self.drafts)
+        tokens = st.t_sum
+        self.ctx.record(self, st.n, tokens, 0)
+        yield self.ctx.env.timeout(dt)
+        self.ctx.output_tokens(tokens)
+        for i in st.advance():
+            self.ctx.finished(self, i)
+
+
+class PrefillInstance(Instance):
+    kind = "prefill"
+
+    def run(self) -> Generator[Any, Any, None]:
+        env = self.ctx.env
+        while True:
+            if not self.queue:
+                yield self.sleep()
+                continue
+            chunks, done = self.take_chunks()
+            self.ctx.record(self, len(chunks), 0, sum(c[0] for c in chunks))
+            yield env.timeout(self.timer.prefill(chunks))
+            for i in done:
+                self.ctx.prefill_done(self, i)
+
+
+class DecodeInstance(Instance):
+    kind = "decode"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.waiting: deque[int] = deque()
+
+    def enqueue_decode(self, i: int) -> None:
+        self.waiting.append(i)
+        self.notify()
+
+    def admit(self) -> None:
+        st, ctx = self.state, self.ctx
+        while self.waiting:
+            i = self.waiting[0]
+            kv0 = ctx.table.context(i) + 1
+            if not st.fits(kv0, ctx.remaining(i)):
+                if not st.n and kv0 + st.window > st.capacity:
+                    self.waiting.popleft()
+                    ctx.drop(i)
+                    continue
+                break
+            self.waiting.popleft()
+            ctx.start_decode(self, i, kv0)
+
+    def run(self) -> Generator[Any, Any, None]:
+        while True:
+            self.admit()
+            if not self.state.n:
+                yield self.sleep()
+                continue
+            yield from self.decode_step()
+
+
+class AggregatedInstance(Instance):
+    kind = "aggregated"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.reserved = 0.0  # KV tokens held by prompts being prefilled
+
+    def _fits(self, entry: list[int]) -> bool:
+        st = self.state
+        i = entry[0]
+        ctx_tokens = self.ctx.table.context(i) + 1
+        if st.n == 0 and self.reserved == 0 and ctx_tokens + st.window > st.capacity:
+            self.queue.popleft()
+            self.queued_tokens -= entry[1]
+            self.ctx.drop(i)
+            return False
+        return st.fits(ctx_tokens, self.ctx.remaining(i), self.reserved)
+
+    def run(self) -> Generator[Any, Any, None]:
+        env, st = self.ctx.env, self.state
+        while True:
+            if self.queue and st.n < st.max_running:
+                head = self.queue[0]
+                new_prompt = head[2] == self.ctx.table.cached[head[0]]
+                if not new_prompt or self._fits(head):
+                    chunks, done = self.take_chunks(self._fits)
+                    if chunks:
+                        held = sum(c[0] + c[1] for c in chunks)
+                        self.reserved += held
+                        self.ctx.record(self, st.n, 0, sum(c[0] for c in chunks))
+                        yield env.timeout(self.timer.prefill(chunks))
+                        self.reserved -= held
+                        for i in done:
+                            self.ctx.prefill_done(self, i)
+                        continue
+            if st.n:
+                yield from self.decode_step()
+            elif not self.queue:
+                yield self.sleep()
+            else:
+                yield self.sleep()  # waits for KV to free up; a finish or arrival wakes it

@@ -1,0 +1,165 @@
+"""Summaries of a simulation: latency percentiles, throughput over the measured window, KV use,
+goodput under an SLO, Little's-law check; per-request records and per-step time series as CSV.
+
+The measured window runs from the arrival of the first request after warm-up to the last
+arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.engine import SimResult
+
+
+def _stats_ms(x: np.ndarray) -> dict[str, float | None]:
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return {"mean": None, "p50": None, "p90": None, "p99": None}
+    ms = x * 1e3
+    p50, p90, p99 = np.percentile(ms, [50, 90, 99])
+    return {
+        "mean": round(float(ms.mean()), 4),
+        "p50": round(float(p50), 4),
+        "p90": round(float(p90), 4),
+        "p99": round(float(p99), 4),
+    }
+
+
+def latencies(res: SimResult) -> dict[str, np.ndarray]:
+    t = res.table
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(t.osl > 1, (t.finish - t.first_token) / (t.osl - 1), np.nan)
+    return {
+        "ttft": t.first_token - t.arrival,
+        "tpot": tpot,
+        "e2e": t.finish - t.arrival,
+        "queue": t.prefill_start - t.arrival,
+    }
+
+
+def measured_mask(res: SimResult) -> np.ndarray:
+    t = res.table
+    t0, t1 = res.window
+    return ~np.isnan(t.finish) & ~t.dropped & (t.arrival >= t0) & (t.arrival <= t1)
+
+
+def little(res: SimResult) -> tuple[float, float]:
+    """(time-average requests in system over the window, arrival rate x mean time in system)."""
+    t = res.table
+    t0, t1 = res.window
+    span = t1 - t0
+    finish = np.where(np.isnan(t.finish), t1, t.finish)
+    overlap = np.clip(np.minimum(finish, t1) - np.maximum(t.arrival, t0), 0, None)
+    in_window = (t.arrival >= t0) & (t.arrival < t1)
+    lam = in_window.sum() / span
+    w = float(np.nanmean((finish - t.arrival)[in_window]))
+    return float(np.nansum(overlap) / span), lam * w
+
+
+def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dict[str, Any]:
+    t = res.table
+    t0, t1 = res.window
+    span = max(t1 - t0, 1e-12)
+    lat = latencies(res)
+    m = measured_mask(res)
+    out = res.extra["out_tokens"]
+    in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)
+    first = ((t.first_token >= t0) & (t.first_token <= t1)).sum()
+    out_tok_s = (out[in_win, 1].sum() + first) / span
+    steps = res.steps
+    step_in = (steps[:, 0] >= t0) & (steps[:, 0] <= t1) if len(steps) else np.zeros(0, dtype=bool)
+    in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0
+    kv_rows = np.array([res.instances[int(u)][0] != "prefill" for u in steps[:, 1]], dtype=bool) if len(steps) else []
+    kv = steps[kv_rows, 5] if len(steps) else np.zeros(0)
+    tpot_mean = float(np.nanmean(lat["tpot"][m])) if m.any() else float("nan")
+    good = None
+    if slo and any(v is not None for v in slo.values()):
+        ok = m.copy()
+        for key, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("e2e_ms", "e2e")):
+            if slo.get(key) is not None:
+                ok &= np.nan_to_num(lat[name], nan=0.0) * 1e3 <= float(slo[key])  # type: ignore[arg-type]
+        good = round(float(ok.sum() / max(m.sum(), 1)), 4)
+    return {
+        "ttft_ms": _stats_ms(lat["ttft"][m]),
+        "tpot_ms": _stats_ms(lat["tpot"][m]),
+        "e2e_ms": _stats_ms(lat["e2e"][m]),
+        "queue_ms": _stats_ms(lat["queue"][m]),
+        "input_tok_s": round(float(in_tok_s), 3),
+        "output_tok_s": round(float(out_tok_s), 3),
+        "input_tok_s_per_gpu": round(float(in_tok_s) / res.gpus, 3),
+        "output_tok_s_per_gpu": round(float(out_tok_s) / res.gpus, 3),
+        "total_tok_s_per_gpu": round(float(in_tok_s + out_tok_s) / res.gpus, 3),
+        "output_tok_s_per_user": round(1.0 / tpot_mean, 3) if tpot_mean > 0 else None,
+        "gpus": res.gpus,
+        "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
+        "requests_dropped": int(t.dropped.sum()),
+        "requests_preempted": int((t.preemptions > 0).sum()),
+        "preemptions": int(t.preemptions.sum()),
+        "kv_utilization": {
+            "mean": round(float(kv.mean()), 4) if len(kv) else 0.0,
+            "max": round(float(kv.max()), 4) if len(kv) else 0.0,
+        },
+        "goodput": good,
+        "sim_time_s": round(float(np.nanmax(t.finish)) if len(t) else 0.0, 4),
+        "wall_time_s": round(res.wall_time_s, 3),
+        "measured_window_s": [round(t0, 4), round(t1, 4)],
+        "model_calls": res.model_calls,
+    }
+
+
+def write_records(res: SimResult, path: str | Path) -> None:
+    t = res.table
+    lat = latencies(res)
+    with Path(path).open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "id",
+                "arrival_s",
+                "isl",
+                "osl",
+                "cached_tokens",
+                "prefill_start_s",
+                "first_token_s",
+                "finish_s",
+                "ttft_ms",
+                "tpot_ms",
+                "e2e_ms",
+                "preemptions",
+                "dropped",
+                "decode_instance",
+            ]
+        )
+        for i in range(len(t)):
+            w.writerow(
+                [
+                    i,
+                    t.arrival[i],
+                    t.isl[i],
+                    t.osl[i],
+                    t.cached[i],
+                    t.prefill_start[i],
+                    t.first_token[i],
+                    t.finish[i],
+                    lat["ttft"][i] * 1e3,
+                    lat["tpot"][i] * 1e3,
+                    lat["e2e"][i] * 1e3,
+                    t.preemptions[i],
+                    bool(t.dropped[i]),
+                    t.decode_instance[i],
+                ]
+            )
+
+
+def write_timeseries(res: SimResult, path: str | Path) -> None:
+    with Path(path).open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["time_s", "pool", "instance", "batch", "output_tokens", "input_tokens", "kv_fraction", "queue"])
+        for row in res.steps:
+            role, pool = res.instances[int(row[1])]
+            w.writerow([row[0], f"{role}{pool}", int(row[1]), int(row[2]), row[3], int(row[4]), row[5], int(row[6])])

@@ -1,0 +1,79 @@
+"""Step times for the simulator, from `roofline.step.step_cost` and nothing else.
+
+Calls are memoized on a quantized batch shape (KV length to 32 tokens, prefill tokens to 64,
+prefixes to 256), so a 100,000-request run calls the model a few thousand times rather than
+once per step. Optionally each decode step draws its own expert-parallel load imbalance: the
+max-rank load of `ep` ranks is approximated by the Gumbel limit of the maximum of `ep` normals,
+and the MoE share of the step scales with it around the expected imbalance that
+`step_cost` already includes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from roofline.batch import StepBatch
+from roofline.deployment import InstanceSpec
+from roofline.ops import expected_imbalance
+from roofline.step import step_cost
+
+KV_Q = 32
+TOK_Q = 64
+PREFIX_Q = 256
+
+
+class StepTimer:
+    def __init__(
+        self, inst: InstanceSpec, rng: np.random.Generator, noise: bool = True, offload_bytes: float = 0.0
+    ) -> None:
+        self.inst = inst
+        self.rng = rng
+        self.offload = offload_bytes
+        self.calls = 0
+        ep = inst.parallel.ep
+        self.noise = noise and ep > 1 and inst.runtime.ep_imbalance is None and inst.model.moe is not None
+        self._decode: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+        self._mixed: dict[tuple[int, int, int, int, int], float] = {}
+        self._a = math.sqrt(2 * math.log(ep)) if ep > 1 else 0.0
+        self._k = inst.model.moe.top_k if inst.model.moe else 0
+
+    def _cost(self, batch: StepBatch) -> tuple[float, float]:
+        self.calls += 1
+        c = step_cost(self.inst, batch, self.offload)
+        moe = sum(o.time_s for o in c.ops if o.name == "moe.experts")
+        return c.time_s, moe
+
+    def decode(self, seqs: int, kv_sum: float, drafts: int) -> float:
+        bucket = int(kv_sum / seqs) // KV_Q
+        key = (seqs, bucket, drafts)
+        hit = self._decode.get(key)
+        if hit is None:
+            t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
+            pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep
+            hit = (t, moe, pairs)
+            self._decode[key] = hit
+        t, moe, pairs = hit
+        if self.noise and moe > 0:
+            z = self._a + self.rng.gumbel() / self._a
+            drawn = 1.15 * (1 + max(z, 0.0) / math.sqrt(max(pairs, 1.0)))
+            t += moe * (drawn / expected_imbalance(self.inst, pairs) - 1)
+        return t
+
+    def prefill(self, chunks: list[tuple[int, int]]) -> float:
+        """A prefill step over `chunks` of (new tokens, cached prefix). Whole prompts sit on one
+        attention-DP rank each and ranks step together, so the step is timed as if every rank
+        carried the busiest rank's share (chunk count rounded up to a multiple of dp)."""
+        dp = self.inst.parallel.dp_attention
+        n = math.ceil(len(chunks) / dp) * dp
+        new = sum(c[0] for c in chunks) * n / len(chunks)
+        prefix = sum(c[1] for c in chunks) * n / len(chunks)
+        key = (n, int(new // TOK_Q), int(prefix // PREFIX_Q), 0, 0)
+        hit = self._mixed.get(key)
+        if hit is None:
+            per_new = max(1, round((key[1] + 0.5) * TOK_Q / n))
+            per_prefix = round(key[2] * PREFIX_Q / n)
+            hit, _ = self._cost(StepBatch.prefill([(per_new, per_prefix)] * n))
+            self._mixed[key] = hit
+        return hit

@@ -1,0 +1,124 @@
+"""Requests to simulate: arrival times (or a closed-loop concurrency) and token lengths.
+
+Everything is drawn from one seeded `numpy.random.Generator`, so the same seed gives the same
+requests. Traces come from `simulator.traces`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simulator.config import ArrivalSpec, LengthDist, SimConfig
+from simulator.traces import read_trace
+
+
+@dataclass(slots=True)
+class Workload:
+    arrival_s: np.ndarray | None  # None: closed loop
+    concurrency: int  # closed loop only
+    isl: np.ndarray
+    osl: np.ndarray
+    hash_ids: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.isl)
+
+
+def sample_lengths(
+    d: LengthDist, n: int, rng: np.random.Generator, base: Path | None = None, which: str = "input"
+) -> np.ndarray:
+    if d.kind == "fixed":
+        assert d.value is not None
+        out = np.full(n, d.value, dtype=float)
+    elif d.kind == "uniform":
+        assert d.min is not None and d.max is not None
+        out = rng.integers(d.min, d.max + 1, size=n).astype(float)
+    elif d.kind == "normal":
+        assert d.mean is not None and d.std is not None
+        out = rng.normal(d.mean, d.std, size=n)
+    elif d.kind == "lognormal":
+        assert d.mean is not None and d.sigma is not None
+        out = rng.lognormal(np.log(d.mean) - d.sigma**2 / 2, d.sigma, size=n)
+    else:
+        assert d.trace is not None
+        p = Path(d.trace) if base is None or Path(d.trace).is_absolute() else base / d.trace
+        t = read_trace(p, d.format)
+        column = t.isl if (d.column or which) == "input" else t.osl
+        out = rng.choice(column, size=n).astype(float)
+    return np.maximum(np.rint(out), 1).astype(np.int64)
+
+
+def arrival_times(a: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray:
+    if a.kind == "poisson":
+        assert a.rate
+        gaps = rng.exponential(1 / a.rate, size=n)
+    elif a.kind == "gamma":
+        assert a.rate and a.cv
+        shape = 1 / a.cv**2
+        gaps = rng.gamma(shape, 1 / (a.rate * shape), size=n)
+    elif a.kind == "constant":
+        assert a.rate
+        gaps = np.full(n, 1 / a.rate)
+    elif a.kind == "piecewise":
+        return _piecewise(a.schedule or [], n, rng)
+    else:
+        raise ValueError(f"arrival kind {a.kind} has no generated times")
+    t = np.cumsum(gaps)
+    return t - t[0]
+
+
+def _piecewise(schedule: list[tuple[float, float]], n: int, rng: np.random.Generator) -> np.ndarray:
+    """Non-homogeneous Poisson arrivals: exponential gaps in cumulative-rate time, mapped back."""
+    starts = np.array([s for s, _ in schedule], dtype=float)
+    rates = np.array([r for _, r in schedule], dtype=float)
+    if rates[-1] <= 0:
+        raise ValueError("piecewise schedule: the last segment's rate must be positive")
+    cum = np.concatenate([[0.0], np.cumsum(np.diff(starts) * rates[:-1])])  # expected arrivals at starts
+    targets = np.cumsum(rng.exponential(1.0, size=n))
+    seg = np.searchsorted(cum, targets, side="right") - 1
+    while True:  # skip zero-rate segments
+        zero = rates[seg] <= 0
+        if not zero.any():
+            break
+        seg[zero] += 1
+    t = starts[seg] + (targets - cum[seg]) / rates[seg]
+    return t - t[0]
+
+
+def build_workload(
+    cfg: SimConfig, isl: int, osl: int, concurrency: float | None, rate: float | None, base: Path | None = None
+) -> Workload:
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.trace is not None:
+        p = Path(cfg.trace.path)
+        trace = read_trace(p if base is None or p.is_absolute() else base / p, cfg.trace.format)
+        n = min(cfg.requests, len(trace))
+        arr: np.ndarray | None = trace.arrival_s[:n] / cfg.trace.time_scale
+        isls, osls = trace.isl[:n].copy(), trace.osl[:n].copy()
+        hashes = trace.hash_ids[:n] if trace.hash_ids is not None else None
+        if cfg.arrival is not None and cfg.arrival.kind != "trace":
+            arr = _arrivals(cfg.arrival, n, rng)
+        conc = cfg.arrival.concurrency if cfg.arrival and cfg.arrival.kind == "closed" else 0
+        return Workload(None if conc else arr, conc or 0, isls, osls, hashes)
+    n = cfg.requests
+    isls = sample_lengths(cfg.input_len, n, rng, base) if cfg.input_len else np.full(n, isl, dtype=np.int64)
+    osls = sample_lengths(cfg.output_len, n, rng, base, "output") if cfg.output_len else np.full(n, osl, dtype=np.int64)
+    spec = cfg.arrival
+    if spec is None:
+        if rate:
+            spec = ArrivalSpec(kind="poisson", rate=rate)
+        else:
+            spec = ArrivalSpec(kind="closed", concurrency=max(1, round(concurrency or 1)))
+    if spec.kind == "trace":
+        raise ValueError("simulation.arrival: kind `trace` needs simulation.trace")
+    if spec.kind == "closed":
+        assert spec.concurrency
+        return Workload(None, spec.concurrency, isls, osls)
+    return Workload(_arrivals(spec, n, rng), 0, isls, osls)
+
+
+def _arrivals(spec: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray | None:
+    return None if spec.kind == "closed" else arrival_times(spec, n, rng)
