@@ -1,4 +1,4 @@
-"""The `planner` command line: catalog, estimate, explain, validate, plan.
+"""The `planner` command line: catalog, estimate, explain, simulate, validate, plan.
 
 Thin: parses arguments, calls the Python API, renders with `planner.report`. A `PlannerError`
 (bad input, a deployment that does not fit) prints one line and exits with status 2, never a
@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from planner.defaults import resolve
@@ -28,13 +29,17 @@ from planner.report import (
     explanation_dict,
     print_estimate,
     print_explanation,
+    print_simulation,
     print_validation,
 )
 from planner.scenario import Scenario, load_scenario, parse_scenario
+from planner.simulate import run_simulation
 from planner.validate import results_json, validate_file
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
 from roofline.errors import PlannerError
 from roofline.params import active_params, kv_bytes_per_token, total_params
+from simulator import SimConfig
+from simulator.metrics import write_records, write_timeseries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
 # Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
@@ -136,6 +141,47 @@ def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_
     else:
         con.print(f"[bold]{s.name}[/bold]")
         print_explanation(con, x)
+
+
+@app.command()
+@_user_errors
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML (optionally with a `simulation:` section)")],
+    as_json: JsonFlag = False,
+    records: Annotated[Path | None, typer.Option(help="write per-request records (CSV)")] = None,
+    timeseries: Annotated[Path | None, typer.Option(help="write per-step time series (CSV)")] = None,
+    requests: Annotated[int | None, typer.Option(help="number of requests (overrides the file)")] = None,
+    seed: Annotated[int | None, typer.Option(help="random seed (overrides the file)")] = None,
+) -> None:
+    """Discrete-event simulation: percentiles, throughput, KV use, goodput, preemptions."""
+    s = load_scenario(scenario)
+    res = resolve(s, scenario.parent)
+    cfg = s.simulation or SimConfig()
+    cfg = cfg.model_copy(update={k: v for k, v in (("requests", requests), ("seed", seed)) if v is not None})
+    if as_json:
+        result, summary = run_simulation(res, cfg, scenario.parent)
+    else:
+        with Progress(
+            TextColumn("simulating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("sim", total=cfg.requests)
+            result, summary = run_simulation(
+                res, cfg, scenario.parent, progress=lambda done: bar.update(task, completed=done)
+            )
+    for path, writer in ((records, write_records), (timeseries, write_timeseries)):
+        if path is not None:
+            tmp = path.with_name(path.name + ".part")
+            writer(result, tmp)
+            tmp.replace(path)  # never leave a half-written file behind
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_simulation(con, s.name, summary)
 
 
 @app.command()

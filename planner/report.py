@@ -197,3 +197,34 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
         f"{summary['predicted']} predicted; median |error| "
         f"{'-' if med is None else f'{med:.1%}'}"
     )
+
+
+def print_simulation(con: Console, title: str, m: dict[str, Any]) -> None:
+    t = Table(title=f"{title}: simulated")
+    for col in ("metric", "mean", "p50", "p90", "p99"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms", "queue_ms"):
+        st = m[key]
+        t.add_row(key, *("-" if st[q] is None else f"{st[q]:,.1f}" for q in ("mean", "p50", "p90", "p99")))
+    con.print(t)
+    s = Table(show_header=False)
+    s.add_column("metric")
+    s.add_column("value", justify="right")
+    for key in (
+        "output_tok_s",
+        "output_tok_s_per_gpu",
+        "input_tok_s_per_gpu",
+        "output_tok_s_per_user",
+        "gpus",
+        "requests_completed",
+        "requests_dropped",
+        "requests_preempted",
+        "goodput",
+        "sim_time_s",
+        "wall_time_s",
+    ):
+        v = m[key]
+        s.add_row(key, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
+    kv = m["kv_utilization"]
+    s.add_row("kv_utilization (mean / max)", f"{kv['mean']:.1%} / {kv['max']:.1%}")
+    con.print(s)

@@ -35,7 +35,12 @@ class DecodeState:
     def n(self) -> int:
         return len(self.running)
 
+    def context_sum(self) -> float:
+        """Sum of the running sequences' context lengths (what attention reads)."""
+        return self.c_sum + self.k * self.t_sum
+
     def kv_tokens(self, k: int | None = None) -> float:
+        """KV memory in token units: contexts plus the fixed per-sequence window."""
         step = self.k if k is None else k
         return self.c_sum + step * self.t_sum + self.n * self.window
 

@@ -94,7 +94,7 @@ class Context:
                 self.samplers[uid] = DraftSampler(p.inst.mtp, np.random.default_rng([self.cfg.seed, uid, 7]))
             self.instances.append(inst)
             self.by_role[p.role].append(inst)
-            self.env.process(inst.run())  # type: ignore[attr-defined]
+            self.env.process(inst.run())
 
     # ---- hand-offs
     def arrive(self, i: int) -> None:
@@ -172,7 +172,7 @@ class Context:
 
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
-        kv = st.kv_tokens() / st.capacity if st.capacity < math.inf else 0.0
+        kv = (st.kv_tokens() + inst.reserved) / st.capacity if st.capacity < math.inf else 0.0
         waiting = len(inst.queue) + len(getattr(inst, "waiting", ()))
         self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
 

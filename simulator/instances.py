@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 class Instance:
     kind = "instance"
+    reserved = 0.0  # KV tokens held by prompts being prefilled (aggregated instances)
 
     def __init__(
         self,
@@ -81,6 +82,9 @@ class Instance:
             done.append(self.queue.popleft()[0])
         return chunks, done
 
+    def run(self) -> Generator[Any, Any, None]:
+        raise NotImplementedError
+
     # ---- decode side
     def decode_step(self) -> Generator[Any, Any, None]:
         st = self.state
@@ -88,7 +92,7 @@ class Instance:
             self.ctx.preempted(self, i, gen)
         if not st.n:
             return
-        dt = self.timer.decode(st.n, st.kv_tokens(), self.drafts)
+        dt = self.timer.decode(st.n, st.context_sum(), self.drafts)
         tokens = st.t_sum
         self.ctx.record(self, st.n, tokens, 0)
         yield self.ctx.env.timeout(dt)
@@ -152,7 +156,6 @@ class AggregatedInstance(Instance):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.reserved = 0.0  # KV tokens held by prompts being prefilled
 
     def _fits(self, entry: list[int]) -> bool:
         st = self.state

@@ -74,7 +74,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     steps = res.steps
     step_in = (steps[:, 0] >= t0) & (steps[:, 0] <= t1) if len(steps) else np.zeros(0, dtype=bool)
     in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0
-    kv_rows = np.array([res.instances[int(u)][0] != "prefill" for u in steps[:, 1]], dtype=bool) if len(steps) else []
+    kv_rows = np.array([res.instances[int(u)][0] != "prefill" for u in steps[:, 1]], dtype=bool)
     kv = steps[kv_rows, 5] if len(steps) else np.zeros(0)
     tpot_mean = float(np.nanmean(lat["tpot"][m])) if m.any() else float("nan")
     good = None

@@ -34,13 +34,16 @@ def sample_lengths(
         assert d.value is not None
         out = np.full(n, d.value, dtype=float)
     elif d.kind == "uniform":
-        assert d.min is not None and d.max is not None
+        assert d.min is not None
+        assert d.max is not None
         out = rng.integers(d.min, d.max + 1, size=n).astype(float)
     elif d.kind == "normal":
-        assert d.mean is not None and d.std is not None
+        assert d.mean is not None
+        assert d.std is not None
         out = rng.normal(d.mean, d.std, size=n)
     elif d.kind == "lognormal":
-        assert d.mean is not None and d.sigma is not None
+        assert d.mean is not None
+        assert d.sigma is not None
         out = rng.lognormal(np.log(d.mean) - d.sigma**2 / 2, d.sigma, size=n)
     else:
         assert d.trace is not None
@@ -56,7 +59,8 @@ def arrival_times(a: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarra
         assert a.rate
         gaps = rng.exponential(1 / a.rate, size=n)
     elif a.kind == "gamma":
-        assert a.rate and a.cv
+        assert a.rate
+        assert a.cv
         shape = 1 / a.cv**2
         gaps = rng.gamma(shape, 1 / (a.rate * shape), size=n)
     elif a.kind == "constant":
