@@ -33,7 +33,7 @@ OpFamily = Literal[
 ]
 # Families that fall back to another when an architecture has no entry of its own:
 # decode-only MoE steps (`moe_gemv`) use the grouped GEMM unless a GEMV kernel is registered.
-_FALLBACK_FAMILY = {"moe_gemv": "moe_gemm"}
+_FALLBACK_FAMILY = {"moe_gemv": "moe_gemm", "indexer_prefill": "indexer"}
 ARCH_FAMILY = {"sm_90": "sm_90", "sm_100": "sm_100", "sm_103": "sm_100", "sm_120": "sm_120"}
 
 
@@ -260,6 +260,7 @@ _DEFAULTS: dict[tuple[str, str, str], str] = {
     ("sm_120", "sparse_prefill", "*"): "triton-sparse-prefill-sm120",
     ("sm_120", "gqa_decode", "*"): "gqa-decode-sm120",
     ("sm_120", "indexer", "*"): "triton-sparse-mla-sm120",
+    ("sm_120", "indexer_prefill", "*"): "triton-sparse-prefill-sm120",
     ("sm_120", "elementwise", "*"): "elementwise-sm120",
 }
 

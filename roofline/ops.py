@@ -168,19 +168,32 @@ def _mla_ops(
     if a.indexer:
         ix = a.indexer
         key_bytes = ix.head_dim * (1 + 4 / 128)
-        scored = kv_sum * q + b.causal_pairs() / dp  # (query, key) pairs the indexer scores
-        keys_read = kv_sum + (b.prefill_tokens + b.prefix_sum()) / dp
-        ops.append(
-            Op(
-                "attention.indexer",
-                "indexer",
-                "indexer",
-                "fp8",
-                flops=scored * ix.num_heads * ix.head_dim * 2 * n,
-                bytes=keys_read * key_bytes * n,
-                launches=3 * n,
+        per_pair = ix.num_heads * ix.head_dim * 2 * n  # FLOPs per (query, key) scored
+        if seqs:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer",
+                    "fp8",
+                    flops=kv_sum * q * per_pair,
+                    bytes=kv_sum * key_bytes * n,
+                    launches=3 * n,
+                )
             )
-        )
+        if b.prefill_chunks:
+            keys = (b.prefill_tokens + b.prefix_sum()) / dp
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer_prefill",
+                    "fp8",
+                    flops=b.causal_pairs() / dp * per_pair,
+                    bytes=keys * key_bytes * n,
+                    launches=3 * n,
+                )
+            )
     return ops
 
 
@@ -239,18 +252,31 @@ def _compressed_ops(
             )
         )
     if ratio == 4:
-        scored = seqs * q * kv_mean / 4 + b.causal_pairs() / 4 / dp
-        ops.append(
-            Op(
-                "attention.indexer",
-                "indexer",
-                "indexer",
-                "fp8",
-                flops=scored * ix.num_heads * ix.head_dim * 2 * n,
-                bytes=(seqs * kv_mean + b.prefill_tokens / dp) / 4 * ix.head_dim * kvb * n,
-                launches=3 * n,
+        per_pair = ix.num_heads * ix.head_dim * 2 * n
+        if seqs:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer",
+                    "fp8",
+                    flops=seqs * q * kv_mean / 4 * per_pair,
+                    bytes=seqs * kv_mean / 4 * ix.head_dim * kvb * n,
+                    launches=3 * n,
+                )
             )
-        )
+        if b.prefill_chunks:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer_prefill",
+                    "fp8",
+                    flops=b.causal_pairs() / 4 / dp * per_pair,
+                    bytes=b.prefill_tokens / dp / 4 * ix.head_dim * kvb * n,
+                    launches=3 * n,
+                )
+            )
     return ops
 
 

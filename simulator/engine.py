@@ -172,7 +172,7 @@ class Context:
 
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
-        kv = (st.kv_tokens() + inst.reserved) / st.capacity if st.capacity < math.inf else 0.0
+        kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
         waiting = len(inst.queue) + len(getattr(inst, "waiting", ()))
         self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
 

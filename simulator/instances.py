@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 class Instance:
     kind = "instance"
-    reserved = 0.0  # KV tokens held by prompts being prefilled (aggregated instances)
+    reserved = 0.0  # KV committed to prompts being prefilled, incl. their output reservation
+    held = 0.0  # KV those prompts actually occupy
 
     def __init__(
         self,
@@ -44,13 +45,19 @@ class Instance:
         self.queue: deque[list[int]] = deque()  # prefill entries: [id, new tokens left, prefix done]
         self.queued_tokens = 0
         self.wake = ctx.env.event()
+        self.pending = False  # work arrived since the loop last looked
         self.seen_blocks: set[int] = set()
 
     def notify(self) -> None:
+        self.pending = True
         if not self.wake.triggered:
             self.wake.succeed()
 
     def sleep(self) -> Any:
+        """Wait for work; returns at once if some arrived while the loop was busy."""
+        if self.pending:
+            self.pending = False
+            return self.ctx.env.timeout(0)
         self.wake = self.ctx.env.event()
         return self.wake
 
@@ -68,8 +75,12 @@ class Instance:
         budget, now, table = self.budget, self.ctx.env.now, self.ctx.table
         while self.queue and budget > 0:
             entry = self.queue[0]
-            if fits is not None and entry[2] == table.cached[entry[0]] and not fits(entry):
-                break
+            if fits is not None and entry[2] == table.cached[entry[0]]:
+                ok = fits(entry)  # None: the prompt was dropped, look at the next one
+                if ok is None:
+                    continue
+                if not ok:
+                    break
             take = min(entry[1], budget)
             table.on_prefill_start(entry[0], now)
             chunks.append((take, entry[2]))
@@ -156,38 +167,48 @@ class AggregatedInstance(Instance):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
+        self.holding: dict[int, tuple[float, float]] = {}  # id -> (committed, occupied) while prefilling
 
-    def _fits(self, entry: list[int]) -> bool:
-        st = self.state
+    def _admit(self, entry: list[int]) -> bool | None:
+        """Admit a new prompt if its KV and output reservation fit; reserve them at once.
+        None: it can never fit this instance and was dropped."""
+        st, ctx = self.state, self.ctx
         i = entry[0]
-        ctx_tokens = self.ctx.table.context(i) + 1
-        if st.n == 0 and self.reserved == 0 and ctx_tokens + st.window > st.capacity:
+        kv0 = ctx.table.context(i) + 1
+        if st.n == 0 and not self.holding and kv0 + st.window > st.capacity:
             self.queue.popleft()
             self.queued_tokens -= entry[1]
-            self.ctx.drop(i)
+            ctx.drop(i)
+            return None
+        if st.n + len(self.holding) >= st.max_running:
             return False
-        return st.fits(ctx_tokens, self.ctx.remaining(i), self.reserved)
+        remaining = ctx.remaining(i)
+        if not st.fits(kv0, remaining, self.reserved):
+            return False
+        committed = kv0 + st.window + st.ratio * remaining
+        self.holding[i] = (committed, kv0 + st.window)
+        self.reserved += committed
+        self.held += kv0 + st.window
+        return True
+
+    def release(self, i: int) -> None:
+        committed, occupied = self.holding.pop(i)
+        self.reserved -= committed
+        self.held -= occupied
+        if not self.holding:
+            self.reserved = self.held = 0.0
 
     def run(self) -> Generator[Any, Any, None]:
         env, st = self.ctx.env, self.state
         while True:
-            if self.queue and st.n < st.max_running:
-                head = self.queue[0]
-                new_prompt = head[2] == self.ctx.table.cached[head[0]]
-                if not new_prompt or self._fits(head):
-                    chunks, done = self.take_chunks(self._fits)
-                    if chunks:
-                        held = sum(c[0] + c[1] for c in chunks)
-                        self.reserved += held
-                        self.ctx.record(self, st.n, 0, sum(c[0] for c in chunks))
-                        yield env.timeout(self.timer.prefill(chunks))
-                        self.reserved -= held
-                        for i in done:
-                            self.ctx.prefill_done(self, i)
-                        continue
-            if st.n:
+            chunks, done = self.take_chunks(self._admit) if self.queue else ([], [])
+            if chunks:
+                self.ctx.record(self, st.n, 0, sum(c[0] for c in chunks))
+                yield env.timeout(self.timer.prefill(chunks))
+                for i in done:
+                    self.release(i)
+                    self.ctx.prefill_done(self, i)
+            elif st.n:
                 yield from self.decode_step()
-            elif not self.queue:
-                yield self.sleep()
             else:
-                yield self.sleep()  # waits for KV to free up; a finish or arrival wakes it
+                yield self.sleep()  # an arrival, or KV freed by a finish, wakes it

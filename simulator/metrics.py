@@ -76,7 +76,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0
     kv_rows = np.array([res.instances[int(u)][0] != "prefill" for u in steps[:, 1]], dtype=bool)
     kv = steps[kv_rows, 5] if len(steps) else np.zeros(0)
-    tpot_mean = float(np.nanmean(lat["tpot"][m])) if m.any() else float("nan")
+    tpots = lat["tpot"][m]
+    tpot_mean = float(np.nanmean(tpots)) if np.isfinite(tpots).any() else float("nan")
     good = None
     if slo and any(v is not None for v in slo.values()):
         ok = m.copy()

@@ -1,0 +1,157 @@
+"""Queueing behaviour users fight with: saturation, tail growth, preemption, caching, routing, MTP."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from planner.estimator import estimate
+from planner.simulate import run_simulation
+from simulator import SimConfig
+from tests.simulator.helpers import AGG_LLAMA, DISAGG_H200, scenario
+
+
+def _sat_rate(base, isl, osl):
+    lo, hi = 0.1, 5000.0
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        e = estimate(scenario(base, {"isl": isl, "osl": osl, "request_rate": mid}))
+        lo, hi = (lo, mid) if e.limit else (mid, hi)
+    return lo
+
+
+def test_ttft_stays_flat_below_saturation_and_grows_without_bound_above():
+    sat = _sat_rate(DISAGG_H200, 1000, 100)
+
+    def p50_ttft(frac, n):
+        res = scenario(DISAGG_H200, {"isl": 1000, "osl": 100, "request_rate": frac * sat})
+        _, m = run_simulation(res, SimConfig(requests=n, seed=2))
+        return m["ttft_ms"]["p50"]
+
+    below_short, below_long = p50_ttft(0.6, 1500), p50_ttft(0.6, 4500)
+    above_short, above_long = p50_ttft(1.4, 1500), p50_ttft(1.4, 4500)
+    assert below_long == pytest.approx(below_short, rel=0.25)
+    assert above_long > 2 * above_short  # the queue keeps growing with the run's length
+    assert above_short > 5 * below_short
+
+
+def test_seed_003_pd_deployment_queues_at_concurrency_16(shared_dir):
+    """Seed 003: TTFT went from 0.9 s at C=1 to 8.8 s at C=16. A benchmark client sends its first
+    C prompts at once; on sm_120 the prefill server works through that burst slowly."""
+    anchors = yaml.safe_load((shared_dir / "validation" / "seed_anchors.yaml").read_text())["anchors"]
+    raw = next(a for a in anchors if a["id"] == "seed-dsv4flash-rtxpro-pd-c16-tpot")
+    from planner.defaults import resolve
+    from planner.validate import Anchor
+
+    def ttft(conc):
+        a = Anchor.model_validate({**raw, "workload": {**raw["workload"], "concurrency": conc}})
+        cfg = SimConfig(requests=2 * conc, seed=1, closed_loop_ramp_s=0.0, warmup_fraction=0.0)
+        _, m = run_simulation(resolve(a), cfg)
+        return m["ttft_ms"]["mean"]
+
+    assert ttft(16) > 5 * ttft(1)
+
+
+def test_preemption_by_recompute_is_counted_and_every_request_still_finishes():
+    res = scenario(
+        AGG_LLAMA,
+        {"isl": 2000, "osl": 800, "concurrency": 512},
+        {"requests": 900, "seed": 4, "kv_reservation": 0.0},
+        runtime={"mem_fraction": 0.4},
+    )
+    result, m = run_simulation(res)
+    assert m["requests_preempted"] > 0
+    assert m["requests_completed"] == 900
+    assert (result.table.generated == result.table.osl).all()
+
+
+def test_full_reservation_never_preempts():
+    res = scenario(
+        AGG_LLAMA,
+        {"isl": 2000, "osl": 800, "concurrency": 512},
+        {"requests": 900, "seed": 4, "kv_reservation": 1.0},
+        runtime={"mem_fraction": 0.4},
+    )
+    _, m = run_simulation(res)
+    assert m["requests_preempted"] == 0
+
+
+def test_a_prompt_larger_than_the_kv_pool_is_dropped_not_hung():
+    res = scenario(AGG_LLAMA, {"isl": 10_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
+    _, m = run_simulation(res)
+    assert m["requests_dropped"] == 4
+
+
+def test_prefix_cache_hits_skip_prefill_compute():
+    cold = scenario(AGG_LLAMA, {"isl": 4000, "osl": 20, "request_rate": 2.0}, {"requests": 300, "seed": 1})
+    warm = scenario(
+        AGG_LLAMA,
+        {"isl": 4000, "osl": 20, "request_rate": 2.0},
+        {"requests": 300, "seed": 1, "prefix_cache_hit_rate": 0.75},
+    )
+    (rc, mc), (rw, mw) = run_simulation(cold), run_simulation(warm)
+    assert rw.table.cached.mean() == pytest.approx(3000)
+    assert rw.steps[:, 4].sum() == pytest.approx(rc.steps[:, 4].sum() / 4, rel=0.01)
+    assert mw["ttft_ms"]["p50"] < mc["ttft_ms"]["p50"]
+
+
+def test_mooncake_hash_ids_give_real_prefix_reuse_and_kv_aware_routing_follows_them(tmp_path):
+    rows = [
+        {
+            "timestamp": 100 * i,
+            "input_length": 1024,
+            "output_length": 4,
+            "hash_ids": [7, 8] if i % 2 else [1000 + 2 * i, 1001 + 2 * i],
+        }
+        for i in range(40)
+    ]
+    p = tmp_path / "mc.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    base = {
+        **DISAGG_H200,
+        "deployment": {
+            "prefill": {"instances": 3, "gpus_per_instance": 8, "dp_attention": 8, "ep": 8},
+            "decode": {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8},
+        },
+    }
+    res = scenario(
+        base,
+        {"isl": 100, "osl": 10},
+        {"requests": 40, "seed": 0, "router": "kv_aware", "trace": {"path": str(p), "format": "mooncake"}},
+    )
+    result, _ = run_simulation(res)
+    odd = result.table.cached[1::2]
+    assert (odd[1:] == 1023).all()  # both 512-token blocks hit, capped one short of the prompt
+    assert (result.table.cached[0::2] == 0).all()
+
+
+def test_round_robin_spreads_requests_evenly():
+    base = {
+        **DISAGG_H200,
+        "deployment": {
+            "prefill": {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8},
+            "decode": {"instances": 4, "gpus_per_instance": 8, "dp_attention": 8, "ep": 8},
+        },
+    }
+    res = scenario(
+        base, {"isl": 500, "osl": 50, "request_rate": 5.0}, {"requests": 400, "seed": 0, "router": "round_robin"}
+    )
+    result, _ = run_simulation(res)
+    assert np.bincount(result.table.decode_instance - 1).tolist() == [100] * 4
+
+
+def test_mtp_cuts_tpot_at_low_concurrency():
+    plain = scenario(DISAGG_H200, {"isl": 500, "osl": 300, "concurrency": 1}, {"requests": 20, "seed": 0})
+    mtp = scenario(
+        DISAGG_H200,
+        {"isl": 500, "osl": 300, "concurrency": 1},
+        {"requests": 20, "seed": 0},
+        mtp={"draft_tokens": 3, "accepted_tokens": 1.65},
+    )
+    _, a = run_simulation(plain)
+    r, b = run_simulation(mtp)
+    assert b["tpot_ms"]["mean"] < 0.7 * a["tpot_ms"]["mean"]
+    assert (r.table.generated == r.table.osl).all()
