@@ -42,7 +42,7 @@ class Instance:
         self.ctx, self.uid, self.pool, self.timer = ctx, uid, pool, timer
         self.budget, self.drafts = budget, drafts
         self.state = DecodeState(capacity, max_running, window, reserve)
-        self.queue: deque[list[int]] = deque()  # prefill entries: [id, new tokens left, prefix done]
+        self.queue: deque[list[int]] = deque()  # prefill: [id, new tokens left, prefix done, not started]
         self.queued_tokens = 0
         self.wake = ctx.env.event()
         self.pending = False  # work arrived since the loop last looked
@@ -64,7 +64,7 @@ class Instance:
     # ---- prefill side
     def enqueue_prefill(self, i: int, context: int) -> None:
         cached = self.ctx.cached_tokens(self, i, context)
-        self.queue.append([i, context - cached, cached])
+        self.queue.append([i, context - cached, cached, 1])
         self.queued_tokens += context - cached
         self.notify()
 
@@ -75,13 +75,14 @@ class Instance:
         budget, now, table = self.budget, self.ctx.env.now, self.ctx.table
         while self.queue and budget > 0:
             entry = self.queue[0]
-            if fits is not None and entry[2] == table.cached[entry[0]]:
+            if fits is not None and entry[3]:
                 ok = fits(entry)  # None: the prompt was dropped, look at the next one
                 if ok is None:
                     continue
                 if not ok:
                     break
             take = min(entry[1], budget)
+            entry[3] = 0
             table.on_prefill_start(entry[0], now)
             chunks.append((take, entry[2]))
             entry[1] -= take

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from roofline.catalog import get_hardware, get_model
 from roofline.deployment import InstanceSpec, MTPConfig, Parallelism, RuntimeOptions
 from roofline.precision import PrecisionMix
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+# CI explores the same examples every run, so a landing never depends on a lucky draw;
+# locally hypothesis keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def make_instance(
