@@ -53,10 +53,11 @@ class Resolved:
     request_rate: float | None
     max_prefill_tokens: int
     assumed: list[str] = field(default_factory=list)
+    all_pools: list[Pool] = field(default_factory=list)  # every pool, several per role allowed
 
     @property
     def gpus(self) -> int:
-        return sum(p.spec.gpus for p in self.pools.values())
+        return sum(p.spec.gpus for p in (self.all_pools or self.pools.values()))
 
 
 def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
@@ -168,10 +169,8 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
     pools: dict[str, Pool] = {}
-    for role in ("prefill", "decode", "aggregated"):
-        spec: PoolSpec | None = getattr(s.deployment, role)
-        if spec is None:
-            continue
+    every: list[Pool] = []
+    for role, spec in ((r, p) for r in ("prefill", "decode", "aggregated") for p in s.deployment.groups(r)):
         try:
             par = Parallelism(
                 gpus=spec.gpus_per_instance, tp=spec.tp, dp_attention=spec.dp_attention, ep=spec.ep, pp=spec.pp
@@ -186,7 +185,11 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
             )
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
-        pools[role] = Pool(role, spec, inst)
+        every.append(Pool(role, spec, inst))
+        if role in pools:
+            note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
+        else:
+            pools[role] = every[-1]
     w = s.workload
     isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
@@ -206,5 +209,16 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     if max_prefill == "unknown":
         max_prefill = PREFILL_TOKENS_PER_RANK
     return Resolved(
-        s, m, hw, pools, int(isl), int(osl), kv_len, conc, w.request_rate, int(max_prefill), list(dict.fromkeys(note))
+        s,
+        m,
+        hw,
+        pools,
+        int(isl),
+        int(osl),
+        kv_len,
+        conc,
+        w.request_rate,
+        int(max_prefill),
+        list(dict.fromkeys(note)),
+        every,
     )

@@ -10,7 +10,7 @@ ranked by output tokens/s per GPU at the same concurrency.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.defaults import Pool, Resolved
 from planner.estimator import Estimate, estimate
@@ -52,20 +52,10 @@ def speed_of_light(step: StepCost, inst: InstanceSpec) -> float:
 
 
 def _with(res: Resolved, change: Callable[[InstanceSpec], InstanceSpec]) -> Resolved:
-    pools = {k: Pool(p.role, p.spec, change(p.instance)) for k, p in res.pools.items()}
-    return Resolved(
-        res.scenario,
-        res.model,
-        res.hardware,
-        pools,
-        res.isl,
-        res.osl,
-        res.kv_len,
-        res.concurrency,
-        res.request_rate,
-        res.max_prefill_tokens,
-        list(res.assumed),
-    )
+    """The same scenario with `change` applied to every pool's instance."""
+    every = [Pool(p.role, p.spec, change(p.instance)) for p in res.all_pools]
+    first = {p.role: p for p in reversed(every)}
+    return replace(res, pools={k: first[k] for k in res.pools}, all_pools=every, assumed=list(res.assumed))
 
 
 def _runtime(inst: InstanceSpec, **kw: object) -> InstanceSpec:

@@ -43,9 +43,15 @@ class PoolSpec(StrictModel):
 
 
 class DeploymentSpec(StrictModel):
-    prefill: PoolSpec | None = None
-    decode: PoolSpec | None = None
-    aggregated: PoolSpec | None = None
+    """Pools by role; a role may list several pools of different instance sizes."""
+
+    prefill: PoolSpec | list[PoolSpec] | None = None
+    decode: PoolSpec | list[PoolSpec] | None = None
+    aggregated: PoolSpec | list[PoolSpec] | None = None
+
+    def groups(self, role: str) -> list[PoolSpec]:
+        v = getattr(self, role)
+        return [] if v is None else (v if isinstance(v, list) else [v])
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
@@ -57,7 +63,7 @@ class DeploymentSpec(StrictModel):
 
     @property
     def gpus(self) -> int:
-        return sum(p.gpus for p in (self.prefill, self.decode, self.aggregated) if p)
+        return sum(p.gpus for role in ("prefill", "decode", "aggregated") for p in self.groups(role))
 
 
 class PrecisionSpec(StrictModel):

@@ -14,14 +14,11 @@ from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, s
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
-    out = []
-    for role in ("prefill", "decode", "aggregated"):
-        pool = res.pools.get(role)
-        if pool is None:
-            continue
-        budget = res.max_prefill_tokens * pool.instance.parallel.dp_attention
-        out.append(PoolDef(role, pool.spec.instances, pool.instance, budget))
-    return out
+    """Every pool of the deployment; a prefill step holds up to the token budget per DP rank."""
+    return [
+        PoolDef(p.role, p.spec.instances, p.instance, res.max_prefill_tokens * p.instance.parallel.dp_attention)
+        for p in (res.all_pools or list(res.pools.values()))
+    ]
 
 
 def run_simulation(

@@ -53,7 +53,7 @@ class ArrivalSpec(StrictModel):
     kind: Literal["poisson", "gamma", "constant", "piecewise", "closed", "trace"]
     rate: float | None = Field(default=None, gt=0)
     cv: float | None = Field(default=None, gt=0)
-    schedule: list[tuple[float, float]] | None = None
+    schedule: list[list[float]] | None = None  # [[start_s, rate], ...]
     concurrency: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
@@ -70,6 +70,8 @@ class ArrivalSpec(StrictModel):
         if missing:
             raise ValueError(f"{self.kind} arrivals need {', '.join(missing)}")
         if self.schedule is not None:
+            if any(len(pair) != 2 for pair in self.schedule):
+                raise ValueError("schedule entries must be [start_s, rate] pairs")
             starts = [s for s, _ in self.schedule]
             if not self.schedule or starts != sorted(starts) or starts[0] != 0 or any(r < 0 for _, r in self.schedule):
                 raise ValueError("schedule must start at 0 s, be sorted by time, with non-negative rates")

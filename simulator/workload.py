@@ -74,7 +74,7 @@ def arrival_times(a: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarra
     return t - t[0]
 
 
-def _piecewise(schedule: list[tuple[float, float]], n: int, rng: np.random.Generator) -> np.ndarray:
+def _piecewise(schedule: list[list[float]], n: int, rng: np.random.Generator) -> np.ndarray:
     """Non-homogeneous Poisson arrivals: exponential gaps in cumulative-rate time, mapped back."""
     starts = np.array([s for s, _ in schedule], dtype=float)
     rates = np.array([r for _, r in schedule], dtype=float)

@@ -56,3 +56,83 @@ def test_catalog_lists_models_and_hardware():
     assert out.exit_code == 0
     assert "deepseek-v4-pro" in out.output
     assert "rtx-pro-6000" in out.output
+
+
+SIM_KEYS = {
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "queue_ms",
+    "input_tok_s",
+    "output_tok_s",
+    "input_tok_s_per_gpu",
+    "output_tok_s_per_gpu",
+    "total_tok_s_per_gpu",
+    "output_tok_s_per_user",
+    "gpus",
+    "requests_completed",
+    "requests_preempted",
+    "kv_utilization",
+    "goodput",
+    "sim_time_s",
+    "wall_time_s",
+}
+
+
+def test_simulate_json_has_the_documented_keys_and_writes_records_and_timeseries(tmp_path):
+    rec, ts = tmp_path / "r.csv", tmp_path / "t.csv"
+    out = runner.invoke(
+        app,
+        [
+            "simulate",
+            str(EXAMPLES / "llama-8b-bursty.yaml"),
+            "--json",
+            "--requests",
+            "400",
+            "--records",
+            str(rec),
+            "--timeseries",
+            str(ts),
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert set(data) >= SIM_KEYS
+    for k in ("ttft_ms", "tpot_ms", "e2e_ms", "queue_ms"):
+        assert set(data[k]) == {"mean", "p50", "p90", "p99"}
+    assert data["requests_completed"] == 400
+    assert len(rec.read_text().splitlines()) == 401
+    header = ts.read_text().splitlines()[0]
+    assert header == "time_s,pool,instance,batch,output_tokens,input_tokens,kv_fraction,queue"
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_simulate_every_example_with_a_simulation_section():
+    for name in ("deepseek-v3-h200-trace-replay.yaml", "qwen3-235b-daily-ramp.yaml"):
+        out = runner.invoke(app, ["simulate", str(EXAMPLES / name), "--json", "--requests", "300"])
+        assert out.exit_code == 0, (name, out.output)
+
+
+def test_a_missing_trace_is_a_clear_error(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        (EXAMPLES / "deepseek-v3-h200-trace-replay.yaml")
+        .read_text()
+        .replace("../../shared/traces/splitwise_conv.csv", "nowhere.csv")
+    )
+    out = runner.invoke(app, ["simulate", str(p)])
+    assert out.exit_code == 2
+    assert "trace file not found" in out.output
+
+
+def test_mixed_instance_sizes_all_serve_requests():
+    from planner.defaults import resolve
+    from planner.scenario import load_scenario
+    from planner.simulate import run_simulation
+    from simulator import SimConfig
+
+    res = resolve(load_scenario(EXAMPLES / "deepseek-v3-h200-trace-replay.yaml"), EXAMPLES)
+    assert {p.spec.gpus_per_instance for p in res.all_pools if p.role == "decode"} == {8, 16}
+    result, _ = run_simulation(res, SimConfig(requests=400, seed=1, router="round_robin"))
+    used = set(result.table.decode_instance.tolist())
+    assert {result.instances[u][1] for u in used} == {1, 2}  # both decode pools took requests

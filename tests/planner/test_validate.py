@@ -74,6 +74,19 @@ def test_seed_anchors_are_reproduced(shared_dir):
     assert results_json(results, summary)["summary"] == summary
 
 
+def test_end_to_end_latency_anchors_are_simulated_and_say_so(tmp_path):
+    anchor = {
+        **GOOD,
+        "phase": "end-to-end",
+        "deployment": {"aggregated": GOOD["deployment"]["decode"]},
+        "workload": {"isl": 500, "osl": 50, "concurrency": 4},
+        "metric": "tpot_ms",
+        "value": 20,
+    }
+    results, _ = validate_file(_file(tmp_path, [anchor, {**anchor, "id": "share", "metric": "decode_time_share_moe"}]))
+    assert [r.method for r in results] == ["simulate", "estimate"]
+
+
 def test_metrics_that_need_a_decode_step_say_so(tmp_path):
     anchor = {
         **GOOD,

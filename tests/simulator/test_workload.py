@@ -26,7 +26,7 @@ def test_gamma_arrivals_have_the_requested_burstiness():
 
 
 def test_piecewise_rate_changes_at_the_boundaries():
-    spec = ArrivalSpec(kind="piecewise", schedule=[(0.0, 10.0), (100.0, 0.0), (200.0, 50.0)])
+    spec = ArrivalSpec(kind="piecewise", schedule=[[0.0, 10.0], [100.0, 0.0], [200.0, 50.0]])
     t = arrival_times(spec, 6000, np.random.default_rng(2))
     assert ((t > 100) & (t < 200)).sum() == 0
     assert (t < 100).sum() == pytest.approx(1000, rel=0.1)
