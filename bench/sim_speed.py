@@ -58,8 +58,9 @@ def main() -> None:
     rate = 0.8 * sat
     rows = []
     print(f"saturation {sat:.1f} req/s (estimator); simulating at {rate:.1f} req/s")
-    print("| requests | CPU s | CPU ms / request | sim time s | steps | model calls | p90 TTFT ms | p90 TPOT ms |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| requests | CPU s | CPU ms / request | marginal ms / request | sim time s | steps | model calls |"
+          " p90 TTFT ms | p90 TPOT ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         res = resolve(parse_scenario(scenario(rate, n)))
         cfg = res.scenario.simulation or SimConfig()
@@ -79,9 +80,12 @@ def main() -> None:
             }
         )
         r = rows[-1]
+        prev = rows[-2] if len(rows) > 1 else None
+        marginal = (cpu - prev["cpu_s"]) / (n - prev["requests"]) * 1e3 if prev else float("nan")
+        r["marginal_ms_per_request"] = marginal
         print(
-            f"| {n:,} | {cpu:.2f} | {r['cpu_ms_per_request']:.4f} | {r['sim_time_s']:,.0f} | {r['steps']:,} | "
-            f"{r['model_calls']:,} | {r['ttft_p90_ms']:,.0f} | {r['tpot_p90_ms']:,.1f} |"
+            f"| {n:,} | {cpu:.2f} | {r['cpu_ms_per_request']:.4f} | {marginal:.4f} | {r['sim_time_s']:,.0f} | "
+            f"{r['steps']:,} | {r['model_calls']:,} | {r['ttft_p90_ms']:,.0f} | {r['tpot_p90_ms']:,.1f} |"
         )
     out = ROOT / "bench" / "results" / "sim_speed.json"
     out.write_text(
