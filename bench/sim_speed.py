@@ -58,8 +58,10 @@ def main() -> None:
     rate = 0.8 * sat
     rows = []
     print(f"saturation {sat:.1f} req/s (estimator); simulating at {rate:.1f} req/s")
-    print("| requests | CPU s | CPU ms / request | marginal ms / request | sim time s | steps | model calls |"
-          " p90 TTFT ms | p90 TPOT ms |")
+    print(
+        "| requests | CPU s | CPU ms / request | marginal ms / request | sim time s | steps | model calls |"
+        " p90 TTFT ms | p90 TPOT ms |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         res = resolve(parse_scenario(scenario(rate, n)))

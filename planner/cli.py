@@ -11,12 +11,10 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -24,6 +22,9 @@ from rich.table import Table
 from planner.defaults import resolve
 from planner.estimator import estimate as run_estimate
 from planner.explain import explain as run_explain
+from planner.plan import plan as run_plan
+from planner.plan_report import answer_dict, print_answer, write_chart
+from planner.question import DEFAULT_QUESTION, load_question, parse_question
 from planner.report import (
     estimate_dict,
     explanation_dict,
@@ -32,7 +33,7 @@ from planner.report import (
     print_simulation,
     print_validation,
 )
-from planner.scenario import Scenario, load_scenario, parse_scenario
+from planner.scenario import Scenario, load_scenario, load_yaml
 from planner.simulate import run_simulation
 from planner.validate import results_json, validate_file
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
@@ -43,7 +44,7 @@ from simulator.metrics import write_records, write_timeseries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
 # Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
-con = Console(width=None if sys.stdout.isatty() else 160)
+con = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
@@ -59,11 +60,6 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
             raise typer.Exit(2) from None
 
     return run
-
-
-def default_scenario() -> Scenario:
-    text = (resources.files("planner") / "scenarios" / "default.yaml").read_text()
-    return parse_scenario(yaml.safe_load(text), where="default scenario")
 
 
 @app.command()
@@ -199,13 +195,70 @@ def validate(
 
 @app.command()
 @_user_errors
-def plan(as_json: JsonFlag = False) -> None:
-    """Run the documented default scenario (DeepSeek-V3 on GB200 NVL72, 2k/1k, disaggregated).
-
-    The search over deployments arrives with the planner issue; for now this estimates the
-    default scenario (planner/scenarios/default.yaml)."""
-    s = default_scenario()
-    _estimate(s, None, None, as_json, s.name)
+def plan(
+    question: Annotated[Path | None, typer.Option(help="question YAML (fields of planner.question.Question)")] = None,
+    model: Annotated[str | None, typer.Option(help="catalog id or HF config.json")] = None,
+    hardware: Annotated[str | None, typer.Option(help="catalog id")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPU budget to fill")] = None,
+    max_gpus: Annotated[int | None, typer.Option(help="upper bound on GPUs")] = None,
+    isl: Annotated[int | None, typer.Option(help="input tokens per request")] = None,
+    osl: Annotated[int | None, typer.Option(help="output tokens per request")] = None,
+    workload: Annotated[
+        Path | None, typer.Option(help="YAML `simulation:` section (trace, arrivals) for verification")
+    ] = None,
+    rate: Annotated[float | None, typer.Option(help="requests/s to serve")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="requests in flight to serve")] = None,
+    ttft_p90: Annotated[float | None, typer.Option(help="p90 TTFT target, ms")] = None,
+    tpot_p90: Annotated[float | None, typer.Option(help="p90 TPOT target, ms")] = None,
+    e2e_p90: Annotated[float | None, typer.Option(help="p90 end-to-end target, ms")] = None,
+    optimize: Annotated[str | None, typer.Option(help="throughput-per-gpu | gpus | cost")] = None,
+    price_per_gpu_hour: Annotated[float | None, typer.Option(help="USD per GPU-hour")] = None,
+    engine: Annotated[str | None, typer.Option(help="sglang | trtllm | vllm")] = None,
+    workers: Annotated[int | None, typer.Option(help="local processes (default: all cores)")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (needs the `ray` extra)")] = None,
+    chart: Annotated[Path | None, typer.Option(help="write the Pareto chart as HTML")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Recommend deployments for a question. With no arguments: DeepSeek-V3 on a GB200 NVL72 rack,
+    2k/1k tokens, p90 TTFT <= 2 s and TPOT <= 50 ms, best throughput per GPU."""
+    fields = {
+        "model": model,
+        "hardware": hardware,
+        "gpus": gpus,
+        "max_gpus": max_gpus,
+        "isl": isl,
+        "osl": osl,
+        "rate": rate,
+        "concurrency": concurrency,
+        "optimize": optimize,
+        "price_per_gpu_hour": price_per_gpu_hour,
+        "engine": engine,
+    }
+    slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
+    base = load_question(question).model_dump() if question else DEFAULT_QUESTION.model_dump()
+    given = {k: v for k, v in fields.items() if v is not None}
+    if given and not question and (model or hardware):
+        base = {"model": base["model"], "hardware": base["hardware"], "max_gpus": base["max_gpus"]}
+    if gpus is not None:
+        base.pop("max_gpus", None)
+    if max_gpus is not None:
+        base.pop("gpus", None)
+    base.update(given)
+    if any(v is not None for v in slo.values()):
+        base["slo"] = {k: v for k, v in slo.items() if v is not None}
+    if workload is not None:
+        data = load_yaml(workload)
+        base["simulation"] = data.get("simulation", data) if isinstance(data, dict) else data
+    q = parse_question(base)
+    if as_json:
+        ans = run_plan(q, workers, ray)
+        print(json.dumps(answer_dict(ans), indent=2, default=str))
+    else:
+        with err.status("planning...") as status:
+            ans = run_plan(q, workers, ray, progress=status.update)
+        print_answer(con, ans)
+    if chart is not None:
+        write_chart(ans, chart)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 runner = CliRunner()
 
 
-def test_plan_without_arguments_runs_the_default_scenario():
-    out = runner.invoke(app, ["plan", "--json"])
+def test_the_disaggregated_example_estimates_its_60_gpus():
+    out = runner.invoke(app, ["estimate", str(EXAMPLES / "deepseek-v3-gb200-disagg.yaml"), "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert data["mode"] == "disaggregated"

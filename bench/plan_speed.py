@@ -1,0 +1,67 @@
+"""Planner speed on this machine: the default question and a 72-GPU GB200 NVL72 question for
+DeepSeek-V3 (aggregated and disaggregated, every precision the hardware runs, EP up to 72, MTP
+on and off, two KV memory fractions), each including simulator verification of the top
+candidates. Prints a table and saves bench/results/plan_speed.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from planner.plan import describe, plan
+from planner.question import DEFAULT_QUESTION, SLO, Question
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUESTIONS = {
+    "default (planner plan)": DEFAULT_QUESTION,
+    "deepseek-v3, 72x gb200, full space": Question(
+        model="deepseek-v3",
+        hardware="gb200-nvl72",
+        gpus=72,
+        isl=2000,
+        osl=1000,
+        slo=SLO(ttft_p90_ms=2000, tpot_p90_ms=50),
+        kv_mem_fractions=[0.8, 0.9],
+        verify_top=5,
+    ),
+}
+
+
+def main() -> None:
+    rows = []
+    print("| question | wall s | candidates | pruned | simulated | best deployment | tok/s/GPU | cores |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
+    for name, q in QUESTIONS.items():
+        t = time.perf_counter()
+        a = plan(q)
+        wall = time.perf_counter() - t
+        best = a.recommendations[0]
+        row = {
+            "question": name,
+            "wall_s": wall,
+            "scored": a.scored,
+            "pruned": sum(a.pruned.values()),
+            "simulated": a.simulated,
+            "best": describe(best.cand, best.point),
+            "tok_s_per_gpu": best.point.out_tok_s_per_gpu,
+            "cores": os.cpu_count(),
+        }
+        rows.append(row)
+        print(
+            f"| {name} | {wall:.1f} | {a.scored} | {row['pruned']} | {a.simulated} | {row['best']} | "
+            f"{row['tok_s_per_gpu']:,.0f} | {os.cpu_count()} |"
+        )
+    out = ROOT / "bench" / "results" / "plan_speed.json"
+    out.write_text(
+        json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "rows": rows}, indent=2)
+    )
+    print(f"saved {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

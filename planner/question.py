@@ -1,0 +1,92 @@
+"""The planning question: model, GPU system and budget, traffic, latency targets, objective.
+
+From CLI flags or a YAML file (same fields). Traffic is a request rate, a concurrency, or
+neither (then the planner finds each deployment's best operating point under the SLOs).
+SLO targets are p90s; the estimator screens on means and the simulator checks the p90s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from planner.scenario import ScenarioError, format_validation_error, load_yaml
+from roofline.catalog.schema import StrictModel
+from simulator.config import SimConfig
+
+Objective = Literal["throughput-per-gpu", "gpus", "cost"]
+Mode = Literal["aggregated", "disaggregated"]
+
+
+class SLO(StrictModel):
+    ttft_p90_ms: float | None = Field(default=None, gt=0)
+    tpot_p90_ms: float | None = Field(default=None, gt=0)
+    e2e_p90_ms: float | None = Field(default=None, gt=0)
+
+    def targets(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Question(StrictModel):
+    model: str
+    hardware: str
+    engine: Literal["sglang", "trtllm", "vllm", "other"] = "sglang"
+    gpus: int | None = Field(default=None, gt=0)  # exactly this many (at most; spare GPUs idle)
+    max_gpus: int | None = Field(default=None, gt=0)
+    isl: int = Field(default=2000, gt=0)
+    osl: int = Field(default=1000, gt=0)
+    rate: float | None = Field(default=None, gt=0)  # requests/s for the whole deployment
+    concurrency: int | None = Field(default=None, gt=0)
+    slo: SLO = SLO()
+    optimize: Objective = "throughput-per-gpu"
+    price_per_gpu_hour: float = Field(default=3.0, gt=0)  # USD; shown in the cost column
+    modes: list[Mode] = Field(default_factory=lambda: list[Mode](["aggregated", "disaggregated"]))
+    mtp: list[bool] = Field(default_factory=lambda: [False, True])
+    kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
+    verify_top: int = Field(default=3, ge=0)  # candidates the simulator checks
+    simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
+
+    @model_validator(mode="after")
+    def _check(self) -> Question:
+        if self.gpus is None and self.max_gpus is None:
+            raise ValueError("give gpus (a fixed budget) or max_gpus (an upper bound)")
+        if self.gpus is not None and self.max_gpus is not None:
+            raise ValueError("give gpus or max_gpus, not both")
+        if self.rate is not None and self.concurrency is not None:
+            raise ValueError("give rate or concurrency, not both")
+        if self.optimize == "gpus" and self.rate is None and self.concurrency is None:
+            raise ValueError("optimize: gpus needs a rate or concurrency to serve")
+        if any(not 0 < f <= 1 for f in self.kv_mem_fractions):
+            raise ValueError("kv_mem_fractions must lie in (0, 1]")
+        return self
+
+    @property
+    def budget(self) -> int:
+        return self.gpus or self.max_gpus or 0
+
+
+DEFAULT_QUESTION = Question(
+    model="deepseek-v3",
+    hardware="gb200-nvl72",
+    max_gpus=72,
+    isl=2000,
+    osl=1000,
+    slo=SLO(ttft_p90_ms=2000, tpot_p90_ms=50),
+)
+"""`planner plan` with no arguments: DeepSeek-V3 on one GB200 NVL72 rack, 2k/1k tokens, an
+interactive SLO (p90 TTFT 2 s, p90 TPOT 50 ms = 20 tok/s per user); best throughput per GPU."""
+
+
+def parse_question(data: object, where: str = "question") -> Question:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected a mapping of question fields")
+    try:
+        return Question.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(format_validation_error(exc, where)) from exc
+
+
+def load_question(path: str | Path) -> Question:
+    return parse_question(load_yaml(path), str(path))

@@ -1,0 +1,35 @@
+"""Stage-1 scoring on a Ray cluster (`planner plan --ray ADDRESS`; install the `ray` extra).
+
+Chunks of candidates that share a decode pool go to one task each, so a worker's step-cost
+caches serve the whole chunk. Results come back in candidate order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.question import Question
+from planner.score import Scored, score_many
+from planner.space import Candidate
+from roofline.errors import PlannerError
+
+
+def score_on_ray(q: Question, chunks: list[list[Candidate]], address: str) -> list[Scored]:
+    try:
+        import ray  # noqa: PLC0415  (optional extra, imported only when asked for)
+    except ImportError as exc:
+        raise PlannerError("--ray needs Ray: pip install 'moe-capacity-planner[ray]'") from exc
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            address=None if address == "local" else address,
+            ignore_reinit_error=True,
+            include_dashboard=False,
+            log_to_driver=False,
+        )
+    try:
+        task: Any = ray.remote(score_many)
+        refs = [task.remote(q, chunk) for chunk in chunks]
+        return [s for part in ray.get(refs) for s in part]
+    finally:
+        if started:
+            ray.shutdown()

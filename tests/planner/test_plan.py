@@ -1,0 +1,158 @@
+"""The planner's recommendations respect the question: SLOs, budgets, objectives, infeasibility."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.plan import pareto, plan
+from planner.question import SLO, Question
+from planner.verify import scenario_dict
+
+SMALL = Question(
+    model="qwen3-30b-a3b",
+    hardware="h100-sxm",
+    max_gpus=8,
+    isl=1000,
+    osl=300,
+    slo=SLO(ttft_p90_ms=1500, tpot_p90_ms=40),
+    verify_top=2,
+)
+
+
+def test_no_recommendation_violates_the_slo():
+    a = plan(SMALL, workers=1)
+    assert a.feasible
+    for r in a.recommendations:
+        assert r.point.meets
+        assert r.point.ttft_s * 1e3 <= 1500
+        assert r.point.tpot_s * 1e3 <= 40
+    verified = [r for r in a.recommendations if r.verified]
+    assert verified
+    for r in verified[:1]:
+        assert r.verified.meets
+        assert r.verified.tpot_p90_ms <= 40
+        assert r.verified.ttft_p90_ms <= 1500
+
+
+def test_adding_gpus_never_makes_the_best_answer_worse():
+    def best(n):
+        a = plan(SMALL.model_copy(update={"max_gpus": n, "verify_top": 0}), workers=1)
+        return a.recommendations[0].point.out_tok_s_per_gpu
+
+    small, large = best(4), best(16)
+    assert large >= small * 0.999
+
+
+def test_an_infeasible_question_returns_the_closest_configuration_and_the_binding_constraint():
+    q = SMALL.model_copy(update={"slo": SLO(ttft_p90_ms=5000, tpot_p90_ms=0.5)})
+    a = plan(q, workers=1)
+    assert not a.feasible
+    assert len(a.recommendations) == 1
+    assert a.recommendations[0].binding == "tpot_p90_ms"
+    assert "closest" in a.notes[0]
+
+
+def test_serving_a_rate_with_fewest_gpus():
+    q = SMALL.model_copy(update={"rate": 2.0, "optimize": "gpus", "max_gpus": 16, "verify_top": 0})
+    a = plan(q, workers=1)
+    gpus = [r.point.gpus for r in a.recommendations]
+    assert gpus == sorted(gpus)
+    assert all(r.point.out_tok_s == pytest.approx(2.0 * 300) for r in a.recommendations)
+
+
+def test_the_process_pool_gives_the_same_answer_as_one_process():
+    q = SMALL.model_copy(update={"verify_top": 0})
+    one, two = plan(q, workers=1), plan(q, workers=2)
+    assert [r.point.out_tok_s_per_gpu for r in one.recommendations] == [
+        r.point.out_tok_s_per_gpu for r in two.recommendations
+    ]
+
+
+def test_pareto_front_keeps_only_non_dominated_points():
+    pts = [(10, 100, "a"), (20, 80, "b"), (15, 70, "dominated"), (5, 90, "dominated too"), (30, 10, "c")]
+    assert [lab for _, _, lab in pareto(pts)] == ["a", "b", "c"]
+
+
+def test_seed_004_gb200_nvfp4_serves_many_times_more_users_per_gpu_than_h200_fp8():
+    """Seed 004: at a 15 s E2E target, one GB200 node (4 GPUs) serves 8 users, an H200 node (8) 1: 16x."""
+
+    def users_per_gpu(hw, gpus):
+        q = Question(
+            model="deepseek-v3.2",
+            hardware=hw,
+            gpus=gpus,
+            isl=2400,
+            osl=1600,
+            engine="trtllm",
+            slo=SLO(e2e_p90_ms=15000),
+            verify_top=1,
+        )
+        r = plan(q, workers=1).recommendations[0]
+        assert r.verified.meets
+        return r.point.batch * r.point.decode_instances / r.point.gpus
+
+    assert users_per_gpu("gb200-nvl72", 4) >= 5 * users_per_gpu("h200-sxm", 8)
+
+
+def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
+    from planner.defaults import resolve
+    from planner.launch import launch_commands
+    from planner.scenario import parse_scenario
+
+    a = plan(SMALL.model_copy(update={"verify_top": 0}), workers=1)
+    r = a.recommendations[0]
+    res = resolve(parse_scenario(scenario_dict(SMALL, r.cand, r.point)))
+    assert res.gpus == r.point.gpus
+    cmds = launch_commands(SMALL, r.cand, r.point)
+    assert {"sglang", "vllm", "trtllm"} <= set(cmds)
+    assert f"--max-running-requests {r.point.batch}" in cmds["sglang"] or r.cand.prefill is not None
+
+
+def test_cli_default_plan_json_and_chart(tmp_path):
+    chart = tmp_path / "front.html"
+    out = CliRunner().invoke(app, ["plan", "--json", "--chart", str(chart)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["feasible"]
+    assert data["candidates"]["scored"] > 100
+    assert data["candidates"]["simulated"] >= 1
+    assert {"aggregated", "disaggregated"} == set(data["pareto"])
+    top = data["recommendations"][0]
+    assert top["simulated_p90"]["meets_slo"]
+    assert "sglang" in top["launch"]
+    assert "plotly" in chart.read_text()[:20000].lower()
+
+
+def test_cli_flags_override_the_default_question():
+    out = CliRunner().invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--hardware",
+            "h100-sxm",
+            "--max-gpus",
+            "2",
+            "--isl",
+            "500",
+            "--osl",
+            "100",
+            "--tpot-p90",
+            "30",
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    q = json.loads(out.output)["question"]
+    assert (q["model"], q["max_gpus"], q["slo"]["tpot_p90_ms"]) == ("llama-3.1-8b", 2, 30)
+
+
+def test_cli_rejects_contradictory_questions():
+    out = CliRunner().invoke(app, ["plan", "--gpus", "8", "--rate", "1", "--concurrency", "2"])
+    assert out.exit_code == 2
+    assert "rate or concurrency, not both" in out.output
