@@ -182,6 +182,28 @@ def simulate(
 
 @app.command()
 @_user_errors
+def calibrate(
+    ops: Annotated[str, typer.Option(help="comma-separated op families")] = "mla_decode,attn_prefill,gemm,moe_gemm,elementwise",
+    out: Annotated[Path, typer.Option(help="profile JSON (resumed if it exists)")] = Path("profile.json"),
+    budget_minutes: Annotated[float, typer.Option(help="stop after this long; rerun to resume")] = 8.0,
+    no_check: Annotated[bool, typer.Option("--no-check", help="skip the reference checks")] = False,
+) -> None:
+    """Time op shapes on the local GPU and write a calibration profile with provenance."""
+    from runtime import require_cuda  # noqa: PLC0415  (torch is an optional extra)
+
+    require_cuda()
+    from runtime.sweep import FAMILIES, run_sweep  # noqa: PLC0415
+
+    families = [f.strip() for f in ops.split(",") if f.strip()]
+    bad = [f for f in families if f not in FAMILIES]
+    if bad:
+        raise PlannerError(f"--ops: unknown {', '.join(bad)}; allowed: {', '.join(FAMILIES)}")
+    profile = run_sweep(families, out, budget_minutes * 60, check=not no_check, log=con.print)
+    con.print(f"{len(profile['points'])} points in {out}")
+
+
+@app.command()
+@_user_errors
 def validate(
     anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")], as_json: JsonFlag = False
 ) -> None:
