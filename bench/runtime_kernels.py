@@ -23,22 +23,39 @@ def main() -> None:
     from runtime.timing import time_op  # noqa: PLC0415
 
     rows = []
-    cases = [("mla_decode", lambda b=b, c=c, kv=kv: MLADecode(b, c, 128, kv), f"B={b} ctx={c} {kv} KV")
-             for kv in ("bf16", "fp8") for b, c in ((64, 2048), (128, 2048), (64, 8192), (256, 4096))]
-    cases += [("experts", lambda t=t, fmt=fmt: GroupedGemm(32, t, 4096, 7168, fmt), f"32 experts x {t} tok, {fmt}")
-              for fmt in ("fp8", "bf16") for t in (4, 16, 32, 256)]
+    cases = [
+        ("mla_decode", lambda b=b, c=c, kv=kv, be=be: MLADecode(b, c, 128, kv, be), f"B={b} ctx={c} {kv} KV {be}")
+        for kv, be in (("bf16", "auto"), ("fp8", "fa3"), ("fp8", "fa2"))
+        for b, c in ((64, 2048), (128, 2048), (64, 8192), (256, 4096))
+    ]
+    cases += [
+        ("experts", lambda t=t, fmt=fmt: GroupedGemm(32, t, 4096, 7168, fmt), f"32 experts x {t} tok, {fmt}")
+        for fmt in ("fp8", "bf16")
+        for t in (4, 16, 32, 256)
+    ]
     print("| op | shape | kernel | median us | TB/s (bytes/time) | TFLOP/s |")
     print("|---|---|---|---:|---:|---:|")
     for kind, make, label in cases:
-        op = make()
-        op.check()
+        try:
+            op = make()
+            op.check()
+        except (RuntimeError, ValueError, AssertionError) as exc:  # a backend that refuses a shape: say so
+            print(f"| {kind} | {label} | failed: {str(exc).splitlines()[0][:80]} | | | |")
+            continue
         t = time_op(op.run, reps=30)
         us = t.median_ms * 1e3
         weights = op.params.get("experts", 0) * 4096 * 7168 * (1 if op.fmt == "fp8" else 2)
         moved = op.bytes if kind == "mla_decode" else weights
-        row = {"op": kind, "shape": label, "kernel": op.kernel, "median_us": us, "graph": t.graph,
-               "tb_s": moved / (t.median_ms * 1e-3) / 1e12, "tflop_s": op.flops / (t.median_ms * 1e-3) / 1e12,
-               "samples_ms": list(t.samples_ms)}
+        row = {
+            "op": kind,
+            "shape": label,
+            "kernel": op.kernel,
+            "median_us": us,
+            "graph": t.graph,
+            "tb_s": moved / (t.median_ms * 1e-3) / 1e12,
+            "tflop_s": op.flops / (t.median_ms * 1e-3) / 1e12,
+            "samples_ms": list(t.samples_ms),
+        }
         rows.append(row)
         print(f"| {kind} | {label} | {op.kernel} | {us:,.1f} | {row['tb_s']:.2f} | {row['tflop_s']:,.0f} |")
     out_dir = Path(os.environ.get("OUT") or Path(__file__).resolve().parent / "results")

@@ -23,16 +23,28 @@ class Choice:
 
 REGISTRY: dict[str, dict[str, Choice]] = {
     "sm_90": {
-        "mla_decode": Choice("flashinfer.mla.BatchMLAPagedAttentionWrapper", "fa3", True,
-                             "fp8 KV needs BF16 queries and per-tensor KV scales"),
+        "mla_decode": Choice(
+            "flashinfer.mla.BatchMLAPagedAttentionWrapper",
+            "fa3",
+            True,
+            "fp8 KV needs BF16 queries and per-tensor KV scales",
+        ),
         "attn_prefill": Choice("flashinfer.BatchPrefillWithRaggedKVCacheWrapper", "fa3", True, "qk 192 / vo 128"),
         "gemm_bf16": Choice("torch.matmul", "cublas", True),
-        "gemm_fp8_decode": Choice("torch._scaled_mm", "per-tensor scales", True,
-                                  "faster than row-wise or block scales at M <= 64 (shared/DEVICE.md)"),
+        "gemm_fp8_decode": Choice(
+            "torch._scaled_mm",
+            "per-tensor scales",
+            True,
+            "faster than row-wise or block scales at M <= 64 (shared/DEVICE.md)",
+        ),
         "gemm_fp8_prefill": Choice("torch._scaled_mm", "1x128 / 128x128 block scales", True),
         "moe_gemm_bf16": Choice("torch._grouped_mm", "", True),
-        "moe_gemm_fp8": Choice("torch._scaled_grouped_mm", "row-wise scales", True,
-                               "flashinfer cutlass_fused_moe's JIT build does not finish on the device"),
+        "moe_gemm_fp8": Choice(
+            "torch._scaled_grouped_mm",
+            "row-wise scales",
+            True,
+            "flashinfer cutlass_fused_moe's JIT build does not finish on the device",
+        ),
     },
     "sm_100": {
         "mla_decode": Choice("flashinfer.mla.BatchMLAPagedAttentionWrapper", "trtllm-gen"),
@@ -61,8 +73,10 @@ ARCH = {(9, 0): "sm_90", (10, 0): "sm_100", (10, 3): "sm_100", (12, 0): "sm_120"
 
 def arch_of(major: int, minor: int) -> str:
     if (major, minor) not in ARCH:
-        raise MissingKernelDataError(f"no kernel registry for compute capability {major}.{minor}; "
-                                     f"known: {', '.join(f'{a}.{b}' for a, b in ARCH)}")
+        raise MissingKernelDataError(
+            f"no kernel registry for compute capability {major}.{minor}; "
+            f"known: {', '.join(f'{a}.{b}' for a, b in ARCH)}"
+        )
     return ARCH[(major, minor)]
 
 

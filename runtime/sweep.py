@@ -28,42 +28,71 @@ from runtime.timing import time_op
 DENSE = [(1536, 7168), (24576, 1536), (576, 7168), (7168, 16384), (36864, 7168), (7168, 18432)]
 
 
-def grid(family: str) -> Iterator[Callable[[], GpuOp]]:
-    if family == "mla_decode":
-        for kv in ("bf16", "fp8"):
-            for b in (1, 8, 32, 64, 128, 256):
-                for ctx in (512, 2048, 8192):
-                    if b * ctx <= 256 * 8192:
-                        yield lambda b=b, ctx=ctx, kv=kv: MLADecode(b, ctx, 128, kv)
-            for b, ctx in ((64, 4096), (16, 16384)):  # held-out shapes
+def _mla_decode() -> Iterator[Callable[[], GpuOp]]:
+    for kv in ("bf16", "fp8"):
+        for b in (1, 8, 32, 64, 128, 256):
+            for ctx in (512, 2048, 8192):
                 yield lambda b=b, ctx=ctx, kv=kv: MLADecode(b, ctx, 128, kv)
-    elif family == "attn_prefill":
-        for batch, new, prefix in ((1, 512, 0), (1, 2048, 0), (4, 2048, 0), (1, 8192, 0), (2, 4096, 0),
-                                   (1, 1024, 4096), (2, 2048, 2048), (8, 1024, 0), (1, 4096, 8192)):
-            yield lambda batch=batch, new=new, prefix=prefix: MLAPrefill(batch, new, prefix)
-    elif family == "gemm":
-        for fmt, scaling in (("bf16", "tensor"), ("fp8", "tensor"), ("fp8", "block")):
-            for n, k in DENSE:
-                for m in (1, 16, 64, 256, 1024, 4096, 16384):
-                    if fmt == "fp8" and scaling == "block" and (n % 128 or k % 128 or m < 256):
-                        continue
-                    if fmt == "fp8" and scaling == "tensor" and m > 1024:
-                        continue
-                    yield lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s)
-    elif family == "moe_gemm":
-        for fmt in ("bf16", "fp8"):
-            for experts in (8, 32):
-                for tokens in (1, 4, 16, 32, 64, 128, 256, 512, 1024):
-                    for n, k in ((4096, 7168), (7168, 2048)):  # gate+up, down
-                        yield lambda e=experts, t=tokens, n=n, k=k, fmt=fmt: GroupedGemm(e, t, n, k, fmt)
-    elif family == "elementwise":
-        for t in (1, 64, 1024, 8192, 32768):
-            yield lambda t=t: RMSNormOp(t)
-    else:
-        raise ValueError(f"unknown op family {family!r}")
+        for b, ctx in ((64, 4096), (16, 16384)):  # off-grid shapes
+            yield lambda b=b, ctx=ctx, kv=kv: MLADecode(b, ctx, 128, kv)
 
 
-FAMILIES = ("mla_decode", "attn_prefill", "gemm", "moe_gemm", "elementwise")
+def _attn_prefill() -> Iterator[Callable[[], GpuOp]]:
+    for batch, new, prefix in (
+        (1, 512, 0),
+        (1, 2048, 0),
+        (4, 2048, 0),
+        (1, 8192, 0),
+        (2, 4096, 0),
+        (1, 1024, 4096),
+        (2, 2048, 2048),
+        (8, 1024, 0),
+        (1, 4096, 8192),
+    ):
+        yield lambda batch=batch, new=new, prefix=prefix: MLAPrefill(batch, new, prefix)
+
+
+def _gemm() -> Iterator[Callable[[], GpuOp]]:
+    for fmt, scaling in (("bf16", "tensor"), ("fp8", "tensor"), ("fp8", "block")):
+        for n, k in DENSE:
+            for m in (1, 16, 64, 256, 1024, 4096, 16384):
+                block_ok = not (n % 128 or k % 128 or m < 256)
+                if (fmt, scaling) == ("fp8", "block") and not block_ok:
+                    continue
+                if (fmt, scaling) == ("fp8", "tensor") and m > 1024:
+                    continue
+                yield lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s)
+
+
+def _moe_gemm() -> Iterator[Callable[[], GpuOp]]:
+    for fmt in ("bf16", "fp8"):
+        for experts in (8, 32):
+            for tokens in (1, 4, 16, 32, 64, 128, 256, 512, 1024):
+                for n, k in ((4096, 7168), (7168, 2048)):  # gate+up, down
+                    yield lambda e=experts, t=tokens, n=n, k=k, fmt=fmt: GroupedGemm(e, t, n, k, fmt)
+
+
+def _elementwise() -> Iterator[Callable[[], GpuOp]]:
+    for t in (1, 64, 1024, 8192, 32768):
+        yield lambda t=t: RMSNormOp(t)
+
+
+GRIDS: dict[str, Callable[[], Iterator[Callable[[], GpuOp]]]] = {
+    "mla_decode": _mla_decode,
+    "attn_prefill": _attn_prefill,
+    "gemm": _gemm,
+    "moe_gemm": _moe_gemm,
+    "elementwise": _elementwise,
+}
+
+
+def grid(family: str) -> Iterator[Callable[[], GpuOp]]:
+    if family not in GRIDS:
+        raise ValueError(f"unknown op family {family!r}; known: {', '.join(GRIDS)}")
+    return GRIDS[family]()
+
+
+FAMILIES = tuple(GRIDS)
 
 
 def provenance() -> dict[str, Any]:
@@ -78,21 +107,30 @@ def provenance() -> dict[str, Any]:
     try:
         import subprocess  # noqa: PLC0415
 
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=20).stdout.strip() or None
+        query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        driver = subprocess.run(query, check=False, capture_output=True, text=True, timeout=20).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         pass
-    return {"gpu": props.name, "sm_count": props.multi_processor_count, "compute_capability": f"{props.major}.{props.minor}",
-            "memory_gb": round(props.total_memory / 1e9, 1), "driver": driver, "cuda": torch.version.cuda,
-            "torch": torch.__version__, "flashinfer": fi, "date": date.today().isoformat()}
+    return {
+        "gpu": props.name,
+        "sm_count": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "memory_gb": round(props.total_memory / 1e9, 1),
+        "driver": driver,
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "flashinfer": fi,
+        "date": date.today().isoformat(),
+    }
 
 
 def _key(op: GpuOp) -> str:
     return f"{op.name}|{op.fmt}|{json.dumps(op.params, sort_keys=True)}"
 
 
-def run_sweep(families: list[str], out: Path, budget_s: float, check: bool = True,
-              log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_sweep(
+    families: list[str], out: Path, budget_s: float, check: bool = True, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     profile: dict[str, Any] = {"version": 1, "provenance": provenance(), "points": []}
     if out.exists():
         old = json.loads(out.read_text())
@@ -113,10 +151,22 @@ def run_sweep(families: list[str], out: Path, budget_s: float, check: bool = Tru
                 op.check()  # correctness against the plain-torch reference, once per family
                 checked = True
             timing = time_op(op.run)
-            profile["points"].append({"key": key, "op": op.name, "family": op.family, "fmt": op.fmt,
-                                      "params": op.params, "flops": op.flops, "bytes": op.bytes,
-                                      "launches": op.launches, "kernel": op.kernel, "graph": timing.graph,
-                                      "median_ms": timing.median_ms, "samples_ms": list(timing.samples_ms)})
+            profile["points"].append(
+                {
+                    "key": key,
+                    "op": op.name,
+                    "family": op.family,
+                    "fmt": op.fmt,
+                    "params": op.params,
+                    "flops": op.flops,
+                    "bytes": op.bytes,
+                    "launches": op.launches,
+                    "kernel": op.kernel,
+                    "graph": timing.graph,
+                    "median_ms": timing.median_ms,
+                    "samples_ms": list(timing.samples_ms),
+                }
+            )
             done.add(key)
             tmp = out.with_name(out.name + ".part")
             tmp.write_text(json.dumps(profile, indent=1))

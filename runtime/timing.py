@@ -37,8 +37,9 @@ def _flush_l2() -> None:
     _flush.zero_()
 
 
-def time_op(fn: Callable[[], object], reps: int = 20, warmup: int = 3, graph: bool = True,
-            cold_l2: bool = True) -> Timing:
+def time_op(
+    fn: Callable[[], object], reps: int = 20, warmup: int = 3, graph: bool = True, cold_l2: bool = True
+) -> Timing:
     """Median-ready samples of `fn` (no arguments; it must be re-runnable on the same inputs)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())

@@ -35,13 +35,31 @@ class MLADecode(GpuOp):
         kv_len = torch.full((batch,), ctx, dtype=torch.int32, device=dev)
         ws = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=dev)
         self.wrapper = flashinfer.mla.BatchMLAPagedAttentionWrapper(
-            ws, use_cuda_graph=True, qo_indptr=qo.clone(), kv_indptr=kv_indptr.clone(),
-            kv_indices=kv_indices.clone(), kv_len_arr=kv_len.clone(), backend=backend)
+            ws,
+            use_cuda_graph=True,
+            qo_indptr=qo.clone(),
+            kv_indptr=kv_indptr.clone(),
+            kv_indices=kv_indices.clone(),
+            kv_len_arr=kv_len.clone(),
+            backend=backend,
+        )
         self.scale = 1.0 / math.sqrt(QK_NOPE + KPE)
         extra = {"scale_mode": "kv-per-tensor"} if kv == "fp8" else {}
-        self.wrapper.plan(qo_indptr=qo, kv_indptr=kv_indptr, kv_indices=kv_indices, kv_len_arr=kv_len,
-                          num_heads=heads, head_dim_ckv=CKV, head_dim_kpe=KPE, page_size=PAGE, causal=False,
-                          sm_scale=self.scale, q_data_type=torch.bfloat16, kv_data_type=kv_dtype, **extra)
+        self.wrapper.plan(
+            qo_indptr=qo,
+            kv_indptr=kv_indptr,
+            kv_indices=kv_indices,
+            kv_len_arr=kv_len,
+            num_heads=heads,
+            head_dim_ckv=CKV,
+            head_dim_kpe=KPE,
+            page_size=PAGE,
+            causal=False,
+            sm_scale=self.scale,
+            q_data_type=torch.bfloat16,
+            kv_data_type=kv_dtype,
+            **extra,
+        )
         self.kw = {"ckv_scale": 1.0, "kpe_scale": 1.0} if kv == "fp8" else {}
         self.out = torch.empty_like(self.q_nope)
         self.kernel = f"flashinfer BatchMLAPagedAttentionWrapper({backend})"
@@ -51,8 +69,7 @@ class MLADecode(GpuOp):
         self.tol = (3e-2, 3e-2) if kv == "bf16" else (6e-2, 6e-2)
 
     def run(self) -> torch.Tensor:
-        return self.wrapper.run(query=(self.q_nope, self.q_pe), kv_cache=(self.ckv, self.kpe), out=self.out,
-                                **self.kw)
+        return self.wrapper.run(query=(self.q_nope, self.q_pe), kv_cache=(self.ckv, self.kpe), out=self.out, **self.kw)
 
     def reference(self) -> torch.Tensor:
         outs = []
@@ -71,8 +88,9 @@ class MLAPrefill(GpuOp):
     def __init__(self, batch: int, new: int, prefix: int = 0, heads: int = 128) -> None:
         import flashinfer  # noqa: PLC0415
 
-        super().__init__("mla_prefill", "attn_prefill", "bf16", {"batch": batch, "new": new, "prefix": prefix,
-                                                                  "heads": heads})
+        super().__init__(
+            "mla_prefill", "attn_prefill", "bf16", {"batch": batch, "new": new, "prefix": prefix, "heads": heads}
+        )
         dev, qk = "cuda", QK_NOPE + KPE
         kv = prefix + new
         self.q = torch.randn(batch * new, heads, qk, dtype=torch.bfloat16, device=dev)
@@ -83,8 +101,9 @@ class MLAPrefill(GpuOp):
         ws = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=dev)
         self.wrapper = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD", backend="fa3")
         self.scale = 1.0 / math.sqrt(qk)
-        self.wrapper.plan(qo, kvp, heads, heads, qk, head_dim_vo=V_HEAD, causal=True, sm_scale=self.scale,
-                          q_data_type=torch.bfloat16)
+        self.wrapper.plan(
+            qo, kvp, heads, heads, qk, head_dim_vo=V_HEAD, causal=True, sm_scale=self.scale, q_data_type=torch.bfloat16
+        )
         self.kernel = "flashinfer BatchPrefillWithRaggedKVCacheWrapper(fa3)"
         pairs = batch * (new * prefix + new * (new + 1) / 2)
         self.flops = pairs * heads * 2.0 * (qk + V_HEAD)

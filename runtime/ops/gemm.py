@@ -36,11 +36,11 @@ class DenseGemm(GpuOp):
         if fmt == "fp8":
             self.xq, self.sx = _fp8(self.x)
             self.wq, self.sw = _fp8(self.w)
-            if scaling == "block":
-                self.sxb = torch.full((k // 128, m), float(self.sx), device=dev).t()  # (M, K/128), M-major
-                self.swb = torch.full((k // 128, n // 128), float(self.sw), device=dev)  # (K/128, N/128)
+            if scaling == "block":  # torch wants (M, K/128) outer-dim-major and (K/128, N/128) K-major
+                self.sxb = torch.full((k // 128, m), float(self.sx), device=dev).t()
+                self.swb = torch.full((n // 128, k // 128), float(self.sw), device=dev).t()
             self.kernel = f"torch._scaled_mm ({scaling} scales)"
-            self.tol = (0.15, 0.08)
+            self.tol = (3e-2, 3e-2)
         else:
             self.kernel = "torch.matmul (cuBLAS)"
 
@@ -52,6 +52,9 @@ class DenseGemm(GpuOp):
         return torch._scaled_mm(self.xq, self.wq.t(), self.sx, self.sw, out_dtype=torch.bfloat16)
 
     def reference(self) -> torch.Tensor:
+        if self.fmt == "fp8":  # the quantized inputs, dequantized: only accumulation may differ
+            x, w = self.xq[:64].float() * self.sx, self.wq.float() * self.sw
+            return x @ w.t()
         return (self.x.float() @ self.w.float().t())[:64]
 
 
@@ -75,16 +78,19 @@ class GroupedGemm(GpuOp):
             self.xq, self.sx = (self.x / xs).to(FP8), xs.squeeze(1).contiguous()
             self.wq, self.sw = (self.w / ws).to(FP8), ws.squeeze(2).contiguous()
             self.kernel = "torch._scaled_grouped_mm (row-wise scales)"
-            self.tol = (0.15, 0.08)
+            self.tol = (3e-2, 3e-2)
         else:
             self.kernel = "torch._grouped_mm"
 
     def run(self) -> torch.Tensor:
         if self.fmt == "bf16":
             return torch._grouped_mm(self.x, self.w.transpose(1, 2), offs=self.offs)
-        return torch._scaled_grouped_mm(self.xq, self.wq.transpose(1, 2), self.sx, self.sw, offs=self.offs,
-                                        out_dtype=torch.bfloat16)
+        return torch._scaled_grouped_mm(
+            self.xq, self.wq.transpose(1, 2), self.sx, self.sw, offs=self.offs, out_dtype=torch.bfloat16
+        )
 
     def reference(self) -> torch.Tensor:
         t = int(self.offs[0])
+        if self.fmt == "fp8":
+            return (self.xq[:t].float() * self.sx[:t, None]) @ (self.wq[0].float() * self.sw[0][:, None]).t()
         return self.x[:t].float() @ self.w[0].float().t()

@@ -15,8 +15,9 @@ import torch
 from runtime.ops import GpuOp
 
 
-def route(x: torch.Tensor, gate: torch.Tensor, bias: torch.Tensor, top_k: int, n_group: int, topk_group: int,
-          scaling: float) -> tuple[torch.Tensor, torch.Tensor]:
+def route(
+    x: torch.Tensor, gate: torch.Tensor, bias: torch.Tensor, top_k: int, n_group: int, topk_group: int, scaling: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(expert ids [T, k], weights [T, k]) for hidden states x [T, H] and gate [E, H]."""
     scores = torch.sigmoid(x.float() @ gate.float().t())
     biased = scores + bias
@@ -50,8 +51,16 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float = 10000.0) -> torch.Te
 class MoELayer(GpuOp):
     """One MoE layer for `tokens` tokens on `experts` local experts (an EP rank's share)."""
 
-    def __init__(self, tokens: int, experts: int = 32, hidden: int = 7168, inter: int = 2048, top_k: int = 8,
-                 n_group: int = 8, topk_group: int = 4) -> None:
+    def __init__(
+        self,
+        tokens: int,
+        experts: int = 32,
+        hidden: int = 7168,
+        inter: int = 2048,
+        top_k: int = 8,
+        n_group: int = 8,
+        topk_group: int = 4,
+    ) -> None:
         super().__init__("moe_layer", "moe_layer", "bf16", {"tokens": tokens, "experts": experts, "top_k": top_k})
         dev = "cuda"
         self.x = torch.randn(tokens, hidden, dtype=torch.bfloat16, device=dev)
@@ -97,7 +106,9 @@ class MoELayer(GpuOp):
             if len(rows):
                 h = x[rows] @ self.w13[e].float().t()
                 g, u = h.split(self.inter, dim=-1)
-                out.index_add_(0, rows, ((torch.nn.functional.silu(g) * u) @ self.w2[e].float().t()) * w[rows, slot, None])
+                out.index_add_(
+                    0, rows, ((torch.nn.functional.silu(g) * u) @ self.w2[e].float().t()) * w[rows, slot, None]
+                )
         g, u = (x @ self.shared13.float().t()).split(self.inter, dim=-1)
         return out + (torch.nn.functional.silu(g) * u) @ self.shared2.float().t()
 
