@@ -183,7 +183,9 @@ def simulate(
 @app.command()
 @_user_errors
 def calibrate(
-    ops: Annotated[str, typer.Option(help="comma-separated op families")] = "mla_decode,attn_prefill,gemm,moe_gemm,elementwise",
+    ops: Annotated[
+        str, typer.Option(help="comma-separated op families")
+    ] = "mla_decode,attn_prefill,gemm,moe_gemm,elementwise",
     out: Annotated[Path, typer.Option(help="profile JSON (resumed if it exists)")] = Path("profile.json"),
     budget_minutes: Annotated[float, typer.Option(help="stop after this long; rerun to resume")] = 8.0,
     no_check: Annotated[bool, typer.Option("--no-check", help="skip the reference checks")] = False,

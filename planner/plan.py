@@ -142,7 +142,10 @@ def plan(
                 simulated += 1
                 if r.verified.meets:
                     break
-        recs.sort(key=lambda r: (r.verified is None or not r.verified.meets, -objective(q, r.point)))
+        # simulator-confirmed first, then not simulated, then those whose simulated p90s miss
+        recs.sort(
+            key=lambda r: (0 if r.verified and r.verified.meets else 2 if r.verified else 1, -objective(q, r.point))
+        )
     feasible = any(r.verified is None or r.verified.meets for r in recs[: max(q.verify_top, 1)])
     notes = [] if feasible else ["the simulator's p90s miss the SLO for every verified candidate"]
     return Answer(q, len(cands), pruned, simulated, recs, feasible, fronts, notes)

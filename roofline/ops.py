@@ -54,6 +54,8 @@ class Op:
     fmt: str = "*"  # weight format, for kernel selection
     rows_per_group: float = 0.0  # grouped GEMM rows per expert (MMA tile padding)
     comm_s: float = 0.0  # communication ops carry their time directly
+    calls: float = 0.0  # kernel calls the FLOPs/bytes split over (calibrated lookups); 0: launches
+    rows: float = 0.0  # rows per call: tokens, decode sequences, tokens per expert
 
 
 def gemm_op(
@@ -78,6 +80,8 @@ def gemm_op(
         bytes=(wbytes + act) * layers if tokens else 0.0,
         launches=launches * layers,
         fmt=fmt,
+        calls=launches * layers,
+        rows=tokens,
     )
 
 
@@ -148,6 +152,9 @@ def _mla_ops(
                 flops=attended * q * heads * 2 * (lat + rope + lat) * n,
                 bytes=attended * (lat + rope) * kvb * n,
                 launches=2 * n,
+                fmt=inst.precision.kv_cache,
+                calls=n,
+                rows=seqs,
             )
         )
     if b.prefill_chunks:
@@ -163,6 +170,9 @@ def _mla_ops(
                 flops=pairs * heads * 2 * (qk + v) * n,
                 bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n,
                 launches=2 * n,
+                fmt="bf16",
+                calls=n,
+                rows=toks,
             )
         )
     if a.indexer:
@@ -399,6 +409,8 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
             launches=5 * n,
             fmt=prec.moe,
             rows_per_group=pairs_max / max(touched, 1.0),
+            calls=2 * n,
+            rows=pairs_max / max(touched, 1.0),
         )
     )
     if e.num_shared_experts:

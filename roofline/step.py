@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from roofline.batch import StepBatch
+from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernels import select
@@ -59,9 +60,28 @@ class StepCost:
         return self.by_category()[category] / total if total else 0.0
 
 
+def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
+    """Price from a measured efficiency table (roofline.calibrated), where one applies."""
+    if op.family in inst.runtime.kernel_overrides or (not op.flops and not op.bytes):
+        return None
+    hit = lookup(inst.hardware, op.family, op.fmt)
+    if hit is None:
+        return None
+    table, label = hit
+    hw = inst.hardware
+    calls = op.calls or op.launches or 1.0
+    ideal = max(op.flops / peak_flops(hw, op.rate), op.bytes / hw.mem_bw)  # type: ignore[arg-type]
+    eta = table.eta(op.flops / calls, op.bytes / calls, op.rows)
+    bound = "compute" if op.flops / peak_flops(hw, op.rate) >= op.bytes / hw.mem_bw else "memory"  # type: ignore[arg-type]
+    return OpTime(op.name, op.category, ideal / eta, op.flops, op.bytes, f"{op.family} ({label})", bound, "calibrated")
+
+
 def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if op.family == "comm":
         return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, "nccl/deepep", "comm", "roofline")
+    calibrated = _calibrated(op, inst)
+    if calibrated is not None:
+        return calibrated
     hw = inst.hardware
     path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides)
     peak = peak_flops(hw, op.rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,9 @@ def _mla_decode() -> Iterator[Callable[[], GpuOp]]:
     for kv in ("bf16", "fp8"):
         for b in (1, 8, 32, 64, 128, 256):
             for ctx in (512, 2048, 8192):
-                yield lambda b=b, ctx=ctx, kv=kv: MLADecode(b, ctx, 128, kv)
+                yield partial(MLADecode, b, ctx, 128, kv)
         for b, ctx in ((64, 4096), (16, 16384)):  # off-grid shapes
-            yield lambda b=b, ctx=ctx, kv=kv: MLADecode(b, ctx, 128, kv)
+            yield partial(MLADecode, b, ctx, 128, kv)
 
 
 def _attn_prefill() -> Iterator[Callable[[], GpuOp]]:
@@ -49,7 +50,7 @@ def _attn_prefill() -> Iterator[Callable[[], GpuOp]]:
         (8, 1024, 0),
         (1, 4096, 8192),
     ):
-        yield lambda batch=batch, new=new, prefix=prefix: MLAPrefill(batch, new, prefix)
+        yield partial(MLAPrefill, batch, new, prefix)
 
 
 def _gemm() -> Iterator[Callable[[], GpuOp]]:
@@ -61,7 +62,7 @@ def _gemm() -> Iterator[Callable[[], GpuOp]]:
                     continue
                 if (fmt, scaling) == ("fp8", "tensor") and m > 1024:
                     continue
-                yield lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s)
+                yield partial(DenseGemm, m, n, k, fmt, scaling)
 
 
 def _moe_gemm() -> Iterator[Callable[[], GpuOp]]:
@@ -69,12 +70,12 @@ def _moe_gemm() -> Iterator[Callable[[], GpuOp]]:
         for experts in (8, 32):
             for tokens in (1, 4, 16, 32, 64, 128, 256, 512, 1024):
                 for n, k in ((4096, 7168), (7168, 2048)):  # gate+up, down
-                    yield lambda e=experts, t=tokens, n=n, k=k, fmt=fmt: GroupedGemm(e, t, n, k, fmt)
+                    yield partial(GroupedGemm, experts, tokens, n, k, fmt)
 
 
 def _elementwise() -> Iterator[Callable[[], GpuOp]]:
     for t in (1, 64, 1024, 8192, 32768):
-        yield lambda t=t: RMSNormOp(t)
+        yield partial(RMSNormOp, t)
 
 
 GRIDS: dict[str, Callable[[], Iterator[Callable[[], GpuOp]]]] = {

@@ -1,0 +1,86 @@
+"""Calibrated kernel efficiencies measured on real GPUs (written by `calibration.fit`).
+
+A table per hardware gives log efficiency (ideal roofline time / measured time) on a grid of
+log2 FLOPs, log2 bytes and log2 rows per kernel call, per op family and format; lookups are
+trilinear and clamp to the measured range. Tables apply to the hardware they were measured on
+and transfer to other GPUs of the same architecture (efficiency is a fraction of each GPU's own
+peaks), which the returned label says. Only families whose measured kernel is what serving
+engines run on that architecture are used: on sm_90, MLA decode with an FP8 KV cache keeps its
+FlashMLA prior (flashinfer's FP8 MLA path, the one measured, is ~6x slower than BF16 there, and
+SGLang uses FlashMLA for FP8 KV on Hopper); elementwise ops keep their prior too.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from functools import cache
+from importlib import resources
+
+from roofline.catalog.schema import HardwareSpec
+
+MEASURED = {"sm_90": "h200-sxm"}  # architecture -> hardware whose profile it uses
+FAMILY = {
+    "gemm": "gemm",
+    "moe_gemm": "moe_gemm",
+    "moe_gemv": "moe_gemm",
+    "mla_decode": "mla_decode",
+    "attn_prefill": "attn_prefill",
+    "elementwise": "elementwise",
+}
+# Measured but not what engines run: flashinfer's FP8-KV MLA (SGLang uses FlashMLA on Hopper) and
+# a plain-torch RMSNorm (several kernels; engines run one fused kernel).
+SKIP = {"mla_decode/fp8", "elementwise/bf16"}
+
+
+class Table:
+    def __init__(self, fam: dict[str, object]) -> None:
+        self.f: list[float] = list(fam["log2_flops"])  # type: ignore[call-overload]
+        self.b: list[float] = list(fam["log2_bytes"])  # type: ignore[call-overload]
+        self.r: list[float] = list(fam["log2_rows"])  # type: ignore[call-overload]
+        self.g: list[list[list[float]]] = fam["log_eta"]  # type: ignore[assignment]
+
+    @staticmethod
+    def _pos(axis: list[float], v: float) -> tuple[int, float]:
+        if len(axis) == 1:
+            return 0, 0.0
+        v = min(max(v, axis[0]), axis[-1])
+        i = min(max(bisect.bisect_right(axis, v) - 1, 0), len(axis) - 2)
+        return i, (v - axis[i]) / (axis[i + 1] - axis[i])
+
+    def eta(self, flops: float, nbytes: float, rows: float) -> float:
+        (i, x), (j, y), (k, z) = (
+            self._pos(self.f, math.log2(max(flops, 1.0))),
+            self._pos(self.b, math.log2(max(nbytes, 1.0))),
+            self._pos(self.r, math.log2(max(rows, 1.0))),
+        )
+        g = self.g
+        k1 = min(k + 1, len(self.r) - 1)
+        acc = 0.0
+        for di, wi in ((0, 1 - x), (1, x)):
+            for dj, wj in ((0, 1 - y), (1, y)):
+                row = g[min(i + di, len(self.f) - 1)][min(j + dj, len(self.b) - 1)]
+                acc += wi * wj * ((1 - z) * row[k] + z * row[k1])
+        return math.exp(acc)
+
+
+@cache
+def _tables(hardware: str) -> dict[str, Table]:
+    path = resources.files("roofline") / "calibrated" / f"{hardware}.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    return {k: Table(v) for k, v in data["families"].items() if k not in SKIP}
+
+
+def lookup(hw: HardwareSpec, family: str, fmt: str) -> tuple[Table, str] | None:
+    """The calibrated table for an op on `hw`, and a label naming where it was measured."""
+    source = MEASURED.get(hw.arch)
+    fam = FAMILY.get(family)
+    if source is None or fam is None:
+        return None
+    table = _tables(source).get(f"{fam}/{fmt}")
+    if table is None:
+        return None
+    return table, f"measured on {source}" + ("" if hw.id == source else f", transferred to {hw.id}")

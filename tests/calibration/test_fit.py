@@ -1,0 +1,69 @@
+"""The committed H200 calibration is reproducible from the committed profile, accurate on held-out
+shapes, and used by the step model with its source tagged."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from calibration.fit import OUT_DIR, PROFILE, fit
+from roofline.batch import StepBatch
+from roofline.calibrated import Table
+from roofline.step import step_cost
+from tests.conftest import make_instance
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return fit()
+
+
+def test_profile_carries_provenance():
+    prov = json.loads(PROFILE.read_text())["provenance"]
+    assert prov["gpu"] == "NVIDIA H200"
+    assert prov["sm_count"] == 132
+    for key in ("driver", "cuda", "torch", "flashinfer", "date"):
+        assert prov[key]
+
+
+def test_committed_table_is_what_the_fit_produces(fitted):
+    committed = json.loads((OUT_DIR / "h200-sxm.json").read_text())
+    assert committed["families"].keys() == fitted["families"].keys()
+    for key, fam in fitted["families"].items():
+        assert committed["families"][key]["log_eta"] == fam["log_eta"], key
+
+
+def test_held_out_shapes_are_predicted_within_5_percent_median(fitted):
+    assert fitted["cv_median_abs_err"] <= 0.05
+    for key in ("gemm/bf16", "moe_gemm/bf16", "moe_gemm/fp8", "attn_prefill/bf16"):
+        assert fitted["families"][key]["cv_median_abs_err"] <= 0.05, key
+
+
+def test_table_interpolates_and_clamps():
+    fam = {
+        "log2_flops": [0.0, 10.0],
+        "log2_bytes": [0.0, 10.0],
+        "log2_rows": [0.0],
+        "log_eta": [[[math.log(0.2)], [math.log(0.4)]], [[math.log(0.4)], [math.log(0.6)]]],
+    }
+    t = Table(fam)
+    assert t.eta(2**5, 2**5, 1) == pytest.approx(math.exp((math.log(0.2) + 2 * math.log(0.4) + math.log(0.6)) / 4))
+    assert t.eta(2**40, 2**40, 1) == pytest.approx(0.6)  # clamped to the measured range
+
+
+def test_h200_ops_are_priced_from_the_calibration_and_h100_says_it_is_transferred():
+    b = StepBatch.decode(64, 2000)
+    h200 = {o.name: o for o in step_cost(make_instance(), b).ops}
+    assert h200["attention.decode"].source == "calibrated"
+    assert "measured on h200-sxm" in h200["moe.experts"].kernel
+    h100 = {o.name: o for o in step_cost(make_instance(hardware="h200-sxm", kv_cache="fp8"), b).ops}
+    assert h100["attention.decode"].source == "roofline"  # FP8-KV MLA keeps the FlashMLA prior
+    transferred = {o.name: o for o in step_cost(make_instance("llama-3.1-8b", "h100-sxm", 1, 1, ep=1), b).ops}
+    assert "transferred to h100-sxm" in transferred["attention.proj"].kernel
+
+
+def test_blackwell_keeps_its_priors():
+    ops = step_cost(make_instance("deepseek-v3", "gb200-nvl72", 8, 8, ep=8), StepBatch.decode(8, 1000)).ops
+    assert {o.source for o in ops} == {"roofline"}
