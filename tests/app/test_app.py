@@ -1,0 +1,63 @@
+"""The dashboard renders, reacts to its widgets, and reports impossible questions as outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def _run(**numbers: float) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    for label, value in numbers.items():
+        next(w for w in at.number_input if w.label == label).set_value(value)
+    if numbers:
+        at.run()
+    return at
+
+
+def test_default_page_renders_recommendations_and_the_pareto_front():
+    at = _run()
+    assert not at.exception
+    assert not at.error
+    assert at.dataframe  # recommendations table
+    assert any(m.label == "tok/s/GPU" for m in at.metric)
+    assert "candidates scored" in at.caption[0].value
+
+
+def test_changing_the_slo_changes_the_answer():
+    loose = _run()
+    tight = _run(**{"TPOT ms": 20.0})
+    assert not tight.exception
+    first = lambda at: at.dataframe[0].value.iloc[0]["deployment"]  # noqa: E731
+    batch = lambda at: at.dataframe[0].value.iloc[0]["batch/instance"]  # noqa: E731
+    assert (first(loose), batch(loose)) != (first(tight), batch(tight))
+
+
+def test_an_impossible_slo_shows_the_closest_configuration_and_the_binding_constraint():
+    at = _run(**{"TPOT ms": 0.05})
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "Closest configuration" in text
+    assert "binding constraint is TPOT" in text
+
+
+def test_a_what_if_changes_the_metrics_against_the_plan():
+    at = _run()
+    at.selectbox(key="kva").select("bf16").run()
+    assert not at.exception
+    deltas = {m.label: m.delta for m in at.metric}
+    assert deltas["TPOT ms"] != "+0.0 vs plan"
+
+
+def test_an_impossible_what_if_is_a_message_not_a_traceback():
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    next(s for s in at.selectbox if s.label == "hardware").select("h200-sxm").run()
+    at.selectbox(key="moea").select("nvfp4").run()
+    assert not at.exception
+    assert any("nvfp4" in e.value for e in at.error)
