@@ -52,7 +52,7 @@ def render_once() -> float:
     try:
         for _ in range(120):
             try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)  # noqa: S310
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
                 break
             except OSError:
                 time.sleep(0.25)
