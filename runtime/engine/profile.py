@@ -69,11 +69,12 @@ def host_overhead(batch: int) -> float:
 
 def main() -> None:
     one_dense, one_moe, two_moe = counts(1, 1), counts(1, 0), counts(2, 0)
+    moe = two_moe["decode"] - one_moe["decode"]
+    outside = one_moe["decode"] - moe
     result = {
-        "decode_kernels_dense_layer": one_dense["decode"] - (two_moe["decode"] - one_moe["decode"]) * 0
-        - (one_moe["decode"] - (two_moe["decode"] - one_moe["decode"])),
-        "decode_kernels_moe_layer": two_moe["decode"] - one_moe["decode"],
-        "decode_kernels_outside_layers": one_moe["decode"] - (two_moe["decode"] - one_moe["decode"]),
+        "decode_kernels_moe_layer": moe,
+        "decode_kernels_dense_layer": one_dense["decode"] - outside,
+        "decode_kernels_outside_layers": outside,
         "prefill_kernels_moe_layer": two_moe["prefill"] - one_moe["prefill"],
         "raw": {"1 dense": one_dense, "1 moe": one_moe, "2 moe": two_moe},
         "host_overhead_us": {b: host_overhead(b) for b in (1, 16, 64, 256)},
