@@ -35,7 +35,7 @@ def counts(layers: int, dense: int) -> dict[str, int]:
         r.generated = 1
     g, st, wrapper = eng._graph(4, 4096)
     out = {"decode": kernels(lambda: eng._decode_body(st, wrapper)),
-           "prefill": kernels(lambda: eng.prefill_step([(Req(9, 128, 8, 0.0, pages=[eng.free.popleft()]), 128)]))}
+           "prefill": kernels(lambda: eng.prefill_step([(Req(9, 128, 8, 0.0, pages=[eng.free.popleft(), eng.free.popleft()]), 128)]))}
     del eng
     torch.cuda.empty_cache()
     return out
