@@ -157,6 +157,14 @@ def _runtime(s: Scenario, hw: HardwareSpec, pool: PoolSpec, note: list[str]) -> 
         offload=offload,
         kernel_overrides=dict(r.kernel_overrides),
         kv_from_free_memory=trt,
+        **{
+            k: v
+            for k, v in (
+                ("elementwise_launches_per_layer", r.elementwise_launches_per_layer),
+                ("step_overhead_us", r.step_overhead_us),
+            )
+            if v is not None
+        },
         pdl=trt,
     )
 

@@ -112,6 +112,8 @@ class RuntimeSpec(StrictModel):
     offload: bool | None = None
     max_prefill_tokens: int | Unknown = "unknown"
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
+    elementwise_launches_per_layer: float | None = Field(default=None, ge=0)
+    step_overhead_us: float | None = Field(default=None, ge=0)
 
 
 class Scenario(StrictModel):

@@ -129,10 +129,12 @@ SIMULATED = {
 
 
 def simulated_value(metric: str, res: Resolved) -> float:
-    """Closed-loop simulation at the anchor's concurrency: enough requests for ten per client
-    (at least 50), seed 0, means over the measured window."""
+    """Closed-loop simulation at the anchor's concurrency: the anchor's own `simulation` settings
+    (e.g. a measured engine's request count and start pattern), else ten requests per client (at
+    least 50), seed 0; means over the measured window."""
     conc = res.concurrency or 1.0
-    cfg = (res.scenario.simulation or SimConfig()).model_copy(update={"requests": max(50, int(10 * conc))})
+    given = res.scenario.simulation
+    cfg = given if given is not None else SimConfig(requests=max(50, int(10 * conc)))
     _, m = run_simulation(res, cfg)
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
         v = m[metric]["mean"]

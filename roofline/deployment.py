@@ -70,7 +70,13 @@ class RuntimeOptions(StrictModel):
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
     pdl: bool = False  # programmatic dependent launch: next kernel's launch/prologue overlaps
-    launch_gap_graph_us: float = Field(default=2.0, ge=0)  # gap between kernels in a CUDA graph
+    # Each kernel of a replayed CUDA graph costs ~1.8 us beyond its own work (measured: the H200
+    # engine replays 11,346 kernels per decode step in ~25 ms with ~5 ms of GEMM/attention work).
+    launch_gap_graph_us: float = Field(default=1.8, ge=0)
+    # Kernels per layer outside GEMMs and attention (norms, RoPE, quantization, residuals): fused
+    # engines (SGLang, TRT-LLM) run ~8; an unfused torch engine many more (runtime.engine: ~164).
+    elementwise_launches_per_layer: float = Field(default=8.0, ge=0)
+    step_overhead_us: float = Field(default=0.0, ge=0)  # host time per step the GPU waits for
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
 
     @property

@@ -111,7 +111,15 @@ KERNELS: dict[str, KernelPath] = {
         _k("fa3-prefill-sm90", True, 0.60, 0.80, 20, f"{_DEV}: flashinfer fa3 ragged prefill ~600 TF"),
         _k("fa3-gqa-decode-sm90", True, 0.50, 0.80, 10, "FlashAttention-3 decode, memory-bound"),
         _k("deepgemm-mqa-logits-sm90", True, 0.50, 0.70, 4, "DeepGEMM fp8 MQA logits (DSA indexer)"),
-        _k("elementwise-sm90", False, 1.0, 0.70, 2, f"{_DEV}: device copy 4.3 TB/s read+write (~90%)"),
+        _k(
+            "elementwise-sm90",
+            False,
+            1.0,
+            0.70,
+            0,
+            f"{_DEV}: device copy 4.3 TB/s read+write (~90%); per-kernel "
+            "cost is the launch gap alone (runtime engine on the H200)",
+        ),
         # --- Blackwell datacenter (sm_100, sm_103)
         _bw(
             "cutlass-gemm-sm100",

@@ -113,8 +113,12 @@ def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
             "other",
             "elementwise",
             "bf16",
-            bytes=t_dp * m.hidden_size * ACT * 10 * hc * layers,
-            launches=(8 + sinkhorn) * layers,
+            # each elementwise kernel reads and writes about one activation tensor: 10 passes for the 8
+            # kernels of a fused engine, proportionally more for an unfused one
+            bytes=t_dp * m.hidden_size * ACT * 1.25 * inst.runtime.elementwise_launches_per_layer * hc * layers,
+            launches=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
+            calls=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
+            rows=t_dp,
         )
     )
     return ops
@@ -229,18 +233,29 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
         else:
             timed.append(c)
     launches = sum(op.launches for op in ops) + 2 * len(comm) * inst.model.num_layers * scale
-    timed.append(
-        OpTime(
-            "launch_overhead",
-            "other",
-            launches * inst.runtime.launch_gap_s,
-            0.0,
-            0.0,
-            "cuda-graph" if inst.runtime.cuda_graphs else "eager",
-            "latency",
-            "roofline",
+    rt = inst.runtime
+    graph = rt.cuda_graphs and not batch.prefill_tokens  # engines capture decode steps only
+    if graph or rt.pdl:
+        gap = rt.launch_gap_s if rt.cuda_graphs else rt.launch_gap_eager_us * 1e-6
+        timed.append(
+            OpTime(
+                "launch_overhead",
+                "other",
+                launches * gap,
+                0.0,
+                0.0,
+                "cuda-graph" if graph else "pdl",
+                "latency",
+                "roofline",
+            )
         )
-    )
+    else:  # eager: each launch costs its host-side dispatch (additive; matches seed 003's eager deployment)
+        gap = rt.launch_gap_eager_us * 1e-6
+        timed.append(OpTime("launch_overhead", "other", launches * gap, 0.0, 0.0, "eager", "latency", "roofline"))
+    if rt.step_overhead_us:
+        timed.append(
+            OpTime("host_step_overhead", "other", rt.step_overhead_us * 1e-6, 0.0, 0.0, "host", "latency", "measured")
+        )
     all_ops = tuple(priced + timed)
     stage = sum(o.time_s for o in all_ops)
     notes: list[str] = []

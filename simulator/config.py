@@ -97,5 +97,8 @@ class SimConfig(StrictModel):
     prefix_block_tokens: int = Field(default=512, gt=0)  # Mooncake hash_ids cover 512-token blocks
     warmup_fraction: float = Field(default=0.1, ge=0, lt=1)
     closed_loop_ramp_s: float | None = Field(default=None, ge=0)  # clients start spread over this
+    # "completion": measure like a benchmark that drops the first `warmup_fraction` of completions and
+    # divides the kept requests' tokens by their span (runtime.engine does); "arrival": a steady window
+    warmup_by: Literal["arrival", "completion"] = "arrival"
     ep_imbalance_noise: bool = True  # draw each step's max-rank expert load
     kv_reservation: float = Field(default=1.0, ge=0, le=1)  # share of remaining output reserved at admission

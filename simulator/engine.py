@@ -232,5 +232,9 @@ def simulate(
         gpus,
         time.process_time() - start,
         sum(i.timer.calls for i in ctx.instances),
-        {"out_tokens": np.array(ctx.out_tokens, dtype=float).reshape(-1, 2)},
+        {
+            "out_tokens": np.array(ctx.out_tokens, dtype=float).reshape(-1, 2),
+            "warmup_by": cfg.warmup_by,
+            "warmup_fraction": cfg.warmup_fraction,
+        },
     )

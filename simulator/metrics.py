@@ -44,8 +44,15 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
 
 def measured_mask(res: SimResult) -> np.ndarray:
     t = res.table
+    done = ~np.isnan(t.finish) & ~t.dropped
+    if res.extra.get("warmup_by") == "completion":
+        order = np.argsort(np.where(done, t.finish, np.inf), kind="stable")
+        keep = np.zeros(len(t), dtype=bool)
+        n_done = int(done.sum())
+        keep[order[int(n_done * res.extra.get("warmup_fraction", 0.0)) : n_done]] = True
+        return keep
     t0, t1 = res.window
-    return ~np.isnan(t.finish) & ~t.dropped & (t.arrival >= t0) & (t.arrival <= t1)
+    return done & (t.arrival >= t0) & (t.arrival <= t1)
 
 
 def little(res: SimResult) -> tuple[float, float]:
@@ -71,6 +78,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)
     first = ((t.first_token >= t0) & (t.first_token <= t1)).sum()
     out_tok_s = (out[in_win, 1].sum() + first) / span
+    if res.extra.get("warmup_by") == "completion" and m.any():  # the kept requests' tokens over their span
+        out_tok_s = float(t.osl[m].sum() / (np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m])))
     steps = res.steps
     step_in = (steps[:, 0] >= t0) & (steps[:, 0] <= t1) if len(steps) else np.zeros(0, dtype=bool)
     in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0

@@ -124,7 +124,8 @@ class Layer:
         weight = scores.gather(1, top[:, None]).flatten()
         order = top.argsort(stable=True)
         counts = torch.zeros(EXPERTS, dtype=torch.int32, device=x.device).scatter_add_(
-            0, top, torch.ones(t, dtype=torch.int32, device=x.device))  # capture-safe, unlike bincount
+            0, top, torch.ones(t, dtype=torch.int32, device=x.device)
+        )  # capture-safe, unlike bincount
         y = self.experts(h[order], counts.cumsum(0).to(torch.int32))
         out = torch.zeros_like(h, dtype=torch.float32).index_add_(0, order, y.float() * weight[order, None])
         g, u = self.s13(h).split(EXPERT_INTER, dim=-1)

@@ -20,32 +20,53 @@ from runtime.engine.serve import PAGE, Engine
 from runtime.sweep import provenance
 
 # (concurrency, input tokens, output tokens, requests): concurrency 1..256, inputs 512..8k
-WORKLOADS = [(1, 512, 128, 6), (8, 2048, 128, 24), (4, 8192, 128, 12), (32, 1024, 128, 64), (64, 512, 128, 128),
-             (128, 1024, 64, 256), (256, 512, 64, 512)]
+WORKLOADS = [
+    (1, 512, 128, 6),
+    (8, 2048, 128, 24),
+    (4, 8192, 128, 12),
+    (32, 1024, 128, 64),
+    (64, 512, 128, 128),
+    (128, 1024, 64, 256),
+    (256, 512, 64, 512),
+]
 CONFIG = "engine/deepseek-v3-ep8-rank_config.json"  # relative to calibration/data, where anchors live
 
 
 def measure(done: list, warmup: float = 0.25) -> dict[str, float]:
     """Means over requests after the first `warmup` share of completions (ramp-up left out)."""
-    done = sorted(done, key=lambda r: r.finish)[int(len(done) * warmup):]
+    done = sorted(done, key=lambda r: r.finish)[int(len(done) * warmup) :]
     tpot = [(r.finish - r.first_token) / (r.osl - 1) for r in done]
     span = done[-1].finish - min(r.arrival for r in done)
-    return {"ttft_ms": 1e3 * statistics.mean(r.first_token - r.arrival for r in done),
-            "tpot_ms": 1e3 * statistics.mean(tpot), "e2e_ms": 1e3 * statistics.mean(r.finish - r.arrival for r in done),
-            "output_tok_s": sum(r.osl for r in done) / span}
+    return {
+        "ttft_ms": 1e3 * statistics.mean(r.first_token - r.arrival for r in done),
+        "tpot_ms": 1e3 * statistics.mean(tpot),
+        "e2e_ms": 1e3 * statistics.mean(r.finish - r.arrival for r in done),
+        "output_tok_s": sum(r.osl for r in done) / span,
+    }
 
 
 def anchor(i: int, c: int, isl: int, osl: int, metric: str, value: float, prov: dict) -> dict:
-    return {"id": f"engine-h200-c{c}-isl{isl}-{metric.replace('_', '-')}", "source": f"runtime.engine on {prov['gpu']}, "
-            f"{prov['date']} (torch {prov['torch']}, flashinfer {prov['flashinfer']})", "model": CONFIG,
-            "hardware": "h200-sxm", "engine": "other", "phase": "end-to-end",
-            "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1,
-                                          "pp": 1}},
-            "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"}, "mtp": None,
-            "workload": {"isl": isl, "osl": osl, "concurrency": c, "concurrency_scope": "total"},
-            "runtime": {"max_prefill_tokens": 8192},
-            "metric": metric, "value": round(value, 4), "unit": "ms" if metric.endswith("_ms") else "tok/s",
-            "tolerance": 0.10, "notes": "closed loop, fixed lengths; means after the first 25% of completions"}
+    return {
+        "id": f"engine-h200-c{c}-isl{isl}-{metric.replace('_', '-')}",
+        "source": f"runtime.engine on {prov['gpu']}, "
+        f"{prov['date']} (torch {prov['torch']}, flashinfer {prov['flashinfer']})",
+        "model": CONFIG,
+        "hardware": "h200-sxm",
+        "engine": "other",
+        "phase": "end-to-end",
+        "deployment": {
+            "aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}
+        },
+        "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
+        "mtp": None,
+        "workload": {"isl": isl, "osl": osl, "concurrency": c, "concurrency_scope": "total"},
+        "runtime": {"max_prefill_tokens": 8192},
+        "metric": metric,
+        "value": round(value, 4),
+        "unit": "ms" if metric.endswith("_ms") else "tok/s",
+        "tolerance": 0.10,
+        "notes": "closed loop, fixed lengths; means after the first 25% of completions",
+    }
 
 
 def main() -> None:
@@ -67,8 +88,11 @@ def main() -> None:
         t = time.perf_counter()
         m = measure(engine.serve(c, isl, osl, n))
         results.append({"concurrency": c, "isl": isl, "osl": osl, "requests": n, **m})
-        print(f"C={c} isl={isl} osl={osl}: TTFT {m['ttft_ms']:.1f} ms TPOT {m['tpot_ms']:.2f} ms "
-              f"E2E {m['e2e_ms']:.0f} ms {m['output_tok_s']:.0f} tok/s ({time.perf_counter() - t:.0f} s)", flush=True)
+        print(
+            f"C={c} isl={isl} osl={osl}: TTFT {m['ttft_ms']:.1f} ms TPOT {m['tpot_ms']:.2f} ms "
+            f"E2E {m['e2e_ms']:.0f} ms {m['output_tok_s']:.0f} tok/s ({time.perf_counter() - t:.0f} s)",
+            flush=True,
+        )
         anchors += [anchor(i, c, isl, osl, k, m[k], prov) for k in ("tpot_ms", "ttft_ms", "output_tok_s")]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "engine_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from runtime.engine.model import HEADS, KV_LORA, NOPE, ROPE, VD, H, Model
-from runtime.ops.moe import rmsnorm
+from runtime.engine.model import HEADS, KV_LORA, NOPE, ROPE, VD, Model
 
 PAGE = 64
 BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -70,14 +69,20 @@ class Engine:
         if b in self.graphs:
             return self.graphs[b]
         dev = "cuda"
-        st = {"tokens": torch.zeros(b, dtype=torch.long, device=dev), "pos": torch.zeros(b, dtype=torch.long, device=dev),
-              "page": torch.zeros(b, dtype=torch.long, device=dev), "slot": torch.zeros(b, dtype=torch.long, device=dev),
-              "next": torch.zeros(b, dtype=torch.long, device=dev)}
+        st = {
+            "tokens": torch.zeros(b, dtype=torch.long, device=dev),
+            "pos": torch.zeros(b, dtype=torch.long, device=dev),
+            "page": torch.zeros(b, dtype=torch.long, device=dev),
+            "slot": torch.zeros(b, dtype=torch.long, device=dev),
+            "next": torch.zeros(b, dtype=torch.long, device=dev),
+        }
         ws = torch.empty(128 << 20, dtype=torch.uint8, device=dev)
-        bufs = {"qo_indptr": torch.arange(b + 1, dtype=torch.int32, device=dev),
-                "kv_indptr": torch.zeros(b + 1, dtype=torch.int32, device=dev),
-                "kv_indices": torch.zeros(max_pages, dtype=torch.int32, device=dev),
-                "kv_len_arr": torch.ones(b, dtype=torch.int32, device=dev)}
+        bufs = {
+            "qo_indptr": torch.arange(b + 1, dtype=torch.int32, device=dev),
+            "kv_indptr": torch.zeros(b + 1, dtype=torch.int32, device=dev),
+            "kv_indices": torch.zeros(max_pages, dtype=torch.int32, device=dev),
+            "kv_len_arr": torch.ones(b, dtype=torch.int32, device=dev),
+        }
         wrapper = self.flashinfer.mla.BatchMLAPagedAttentionWrapper(ws, use_cuda_graph=True, **bufs)
         self._plan(wrapper, [[0]] * b, [1] * b)
         for _ in range(2):  # warm up outside the graph
@@ -98,9 +103,16 @@ class Engine:
             qo_indptr=torch.arange(len(lens) + 1, dtype=torch.int32, device=dev),
             kv_indptr=torch.tensor(indptr, dtype=torch.int32, device=dev),
             kv_indices=torch.tensor([x for p in page_lists for x in p], dtype=torch.int32, device=dev),
-            kv_len_arr=torch.tensor(lens, dtype=torch.int32, device=dev), num_heads=HEADS, head_dim_ckv=KV_LORA,
-            head_dim_kpe=ROPE, page_size=PAGE, causal=False, sm_scale=self.m.scale, q_data_type=torch.bfloat16,
-            kv_data_type=torch.bfloat16)
+            kv_len_arr=torch.tensor(lens, dtype=torch.int32, device=dev),
+            num_heads=HEADS,
+            head_dim_ckv=KV_LORA,
+            head_dim_kpe=ROPE,
+            page_size=PAGE,
+            causal=False,
+            sm_scale=self.m.scale,
+            q_data_type=torch.bfloat16,
+            kv_data_type=torch.bfloat16,
+        )
 
     def decode(self, running: list[Req], max_pages: int) -> None:
         b = next(x for x in BUCKETS if x >= len(running))
@@ -113,8 +125,9 @@ class Engine:
         dev = "cuda"
         st["tokens"].copy_(torch.tensor([r.token for r in running] + [0] * pad, device=dev))
         st["pos"].copy_(torch.tensor(pos + [0] * pad, device=dev))
-        st["page"].copy_(torch.tensor([r.pages[p // PAGE] for r, p in zip(running, pos, strict=True)] + [0] * pad,
-                                      device=dev))
+        st["page"].copy_(
+            torch.tensor([r.pages[p // PAGE] for r, p in zip(running, pos, strict=True)] + [0] * pad, device=dev)
+        )
         st["slot"].copy_(torch.tensor([p % PAGE for p in pos] + [0] * pad, device=dev))
         g.replay()
         nxt = st["next"][: len(running)].tolist()
@@ -128,16 +141,29 @@ class Engine:
         dev = "cuda"
         pos = torch.cat([torch.arange(r.done_prefill, r.done_prefill + n, device=dev) for r, n in chunks])
         tokens = torch.randint(0, self.m.embed.shape[0], (len(pos),), device=dev)
-        page_of = torch.cat([torch.tensor(r.pages, device=dev)[torch.arange(r.done_prefill, r.done_prefill + n,
-                                                                             device=dev) // PAGE] for r, n in chunks])
+        page_of = torch.cat(
+            [
+                torch.tensor(r.pages, device=dev)[torch.arange(r.done_prefill, r.done_prefill + n, device=dev) // PAGE]
+                for r, n in chunks
+            ]
+        )
         slot = pos % PAGE
         ctx = [(r.pages, r.done_prefill + n) for r, n in chunks]
         gather_page = torch.cat([torch.tensor(p, device=dev)[torch.arange(L, device=dev) // PAGE] for p, L in ctx])
         gather_slot = torch.cat([torch.arange(L, device=dev) % PAGE for _, L in ctx])
         qo = torch.tensor([0] + [n for _, n in chunks], device=dev).cumsum(0).to(torch.int32)
         kvp = torch.tensor([0] + [L for _, L in ctx], device=dev).cumsum(0).to(torch.int32)
-        self.prefill.plan(qo, kvp, HEADS, HEADS, NOPE + ROPE, head_dim_vo=VD, causal=True, sm_scale=self.m.scale,
-                          q_data_type=torch.bfloat16)
+        self.prefill.plan(
+            qo,
+            kvp,
+            HEADS,
+            HEADS,
+            NOPE + ROPE,
+            head_dim_vo=VD,
+            causal=True,
+            sm_scale=self.m.scale,
+            q_data_type=torch.bfloat16,
+        )
         x = self.m.embed[tokens]
         for li, layer in enumerate(self.m.layers):
             q_nope, q_pe, latent, k_pe = layer.qkv(x, pos)

@@ -4,7 +4,9 @@ Both call the same step-cost model; they differ only in how they treat queueing 
 The grid covers disaggregated deployments at every concurrency and aggregated ones below the
 point where fixed-length closed loops synchronise: requests prefilled together finish together
 and come back together, so their prefill cohorts only grow (a real effect of fixed lengths,
-which the estimator, assuming independent arrivals, does not have).
+which the estimator, assuming independent arrivals, does not have). The onset moves down as
+prefill steps get dearer: with eager (uncaptured) prefill launches, Llama-8B on H100 drifts to
+5.4% at 32 users (sim 16.3 ms vs estimate 17.2 ms TPOT), so the grid stops at 24.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from tests.simulator.helpers import AGG_LLAMA, AGG_QWEN, DISAGG_GB200, DISAGG_H2
 GRID = (
     [(DISAGG_GB200, c) for c in (1, 16, 128, 512)]
     + [(DISAGG_H200, c) for c in (4, 64, 256)]
-    + [(AGG_LLAMA, c) for c in (1, 8, 32)]
+    + [(AGG_LLAMA, c) for c in (1, 8, 24)]
     + [(AGG_QWEN, c) for c in (2, 16)]
 )
 
