@@ -162,6 +162,7 @@ def _runtime(s: Scenario, hw: HardwareSpec, pool: PoolSpec, note: list[str]) -> 
             for k, v in (
                 ("elementwise_launches_per_layer", r.elementwise_launches_per_layer),
                 ("step_overhead_us", r.step_overhead_us),
+                ("elementwise_bytes_per_token_layer", r.elementwise_bytes_per_token_layer),
             )
             if v is not None
         },

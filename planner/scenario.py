@@ -113,6 +113,7 @@ class RuntimeSpec(StrictModel):
     max_prefill_tokens: int | Unknown = "unknown"
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
     elementwise_launches_per_layer: float | None = Field(default=None, ge=0)
+    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
     step_overhead_us: float | None = Field(default=None, ge=0)
 
 

@@ -76,6 +76,10 @@ class RuntimeOptions(StrictModel):
     # Kernels per layer outside GEMMs and attention (norms, RoPE, quantization, residuals): fused
     # engines (SGLang, TRT-LLM) run ~8; an unfused torch engine many more (runtime.engine: ~164).
     elementwise_launches_per_layer: float = Field(default=8.0, ge=0)
+    # Their activation traffic per token per layer, in bytes. None: each kernel reads and writes
+    # about one hidden-size activation (1.25 passes of hidden x 2 B per kernel). A measured engine
+    # gives its own (runtime.engine: 4.37 MB, from its non-GEMM kernel time per prefill token).
+    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
     step_overhead_us: float = Field(default=0.0, ge=0)  # host time per step the GPU waits for
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
 

@@ -97,6 +97,16 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     return OpTime(op.name, op.category, fixed + max(t_c, t_m), op.flops, op.bytes, path.name, bound, source)
 
 
+def _elementwise_bytes_per_token(inst: InstanceSpec) -> float:
+    """Activation traffic of one layer's norms, RoPE, quantization and residual kernels per token:
+    measured when the runtime gives it, else each kernel reads and writes about one activation
+    tensor (10 passes for the 8 kernels of a fused engine, proportionally more for an unfused one)."""
+    rt = inst.runtime
+    if rt.elementwise_bytes_per_token_layer is not None:
+        return rt.elementwise_bytes_per_token_layer
+    return inst.model.hidden_size * ACT * 1.25 * rt.elementwise_launches_per_layer
+
+
 def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
     """Everything one stage's layers do except communication and launch gaps."""
     m, p = inst.model, inst.parallel
@@ -113,9 +123,7 @@ def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
             "other",
             "elementwise",
             "bf16",
-            # each elementwise kernel reads and writes about one activation tensor: 10 passes for the 8
-            # kernels of a fused engine, proportionally more for an unfused one
-            bytes=t_dp * m.hidden_size * ACT * 1.25 * inst.runtime.elementwise_launches_per_layer * hc * layers,
+            bytes=t_dp * _elementwise_bytes_per_token(inst) * hc * layers,
             launches=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
             calls=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
             rows=t_dp,

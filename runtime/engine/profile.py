@@ -14,7 +14,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from runtime.engine.model import Model
-from runtime.engine.serve import Engine, Req
+from runtime.engine.serve import PAGE, Engine, Req
 
 
 def kernels(fn) -> int:  # type: ignore[no-untyped-def]
@@ -68,7 +68,66 @@ def host_overhead(batch: int) -> float:
     return (statistics.median(walls) - statistics.median(gpus)) * 1e6
 
 
+def _family(name: str) -> str:
+    n = name.lower()
+    if any(k in n for k in ("prefill", "mla", "attention", "fmha")):
+        return "attention"
+    if any(k in n for k in ("gemm", "nvjet", "xmma", "cutlass", "matmul", "scaled_mm")):
+        return "gemm"
+    return "other"
+
+
+def step_times(layers: int, dense: int) -> dict[str, dict[str, float]]:
+    """GPU time per kernel family (ms) and the step's wall time for prefill batches the engine
+    anchors run: 16 x 512, 1 x 8192, 1 x 512 tokens (eager, as the engine runs them)."""
+    eng = Engine(Model(layers=layers, dense_layers=dense), pages=4096)
+    out: dict[str, dict[str, float]] = {}
+    for name, n, isl in (("16x512", 16, 512), ("1x8192", 1, 8192), ("1x512", 1, 512)):
+
+        def run(n: int = n, isl: int = isl) -> None:
+            reqs = [Req(i, isl, 8, 0.0, pages=list(range(isl // PAGE + 1))) for i in range(n)]
+            eng.prefill_step([(r, isl) for r in reqs])
+
+        run()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) * 1e3
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+            torch.cuda.synchronize()
+        fam: dict[str, float] = {"wall": wall, "kernels": 0.0}
+        for e in prof.key_averages():
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                ms = e.self_device_time_total * 1e-3
+                fam[_family(e.key)] = fam.get(_family(e.key), 0.0) + ms
+                fam["kernels"] += ms
+                fam[e.key[:80]] = ms
+        out[name] = fam
+    return out
+
+
+def per_layer_times() -> dict[str, object]:
+    """Per MoE layer = 2 MoE layers - 1; outside layers = 1 MoE layer - per layer; dense alike."""
+    one_dense, one_moe, two_moe = step_times(1, 1), step_times(1, 0), step_times(2, 0)
+    res: dict[str, object] = {}
+    for case in two_moe:
+        keys = set(two_moe[case]) | set(one_moe[case])
+        moe = {k: two_moe[case].get(k, 0.0) - one_moe[case].get(k, 0.0) for k in keys}
+        outside = {k: one_moe[case].get(k, 0.0) - moe[k] for k in keys}
+        dense_l = {k: one_dense[case].get(k, 0.0) - outside.get(k, 0.0) for k in set(one_dense[case]) | keys}
+        top = lambda d: dict(sorted(((k, round(v, 4)) for k, v in d.items()), key=lambda kv: -kv[1])[:30])  # noqa: E731
+        res[case] = {"moe_layer": top(moe), "dense_layer": top(dense_l), "outside_layers": top(outside)}
+    return res
+
+
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[2] == "--times":
+        result = {"prefill_ms": per_layer_times()}
+        print(json.dumps(result, indent=1))
+        Path(sys.argv[1]).write_text(json.dumps(result, indent=1))
+        return
     one_dense, one_moe, two_moe = counts(1, 1), counts(1, 0), counts(2, 0)
     moe = two_moe["decode"] - one_moe["decode"]
     outside = one_moe["decode"] - moe

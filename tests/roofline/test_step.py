@@ -60,6 +60,29 @@ def test_eager_execution_costs_launch_overhead_per_kernel():
     assert step_cost(eager, b).time_s > step_cost(inst, b).time_s * 1.3
 
 
+def test_measured_elementwise_traffic_replaces_the_per_kernel_estimate():
+    inst = make_instance()
+    b = StepBatch.prefill([(4096, 0)])
+
+    def traffic(**rt: float) -> float:
+        spec = inst.model_copy(update={"runtime": inst.runtime.model_copy(update=rt)})
+        return next(o.bytes for o in step_cost(spec, b).ops if o.name == "norms_residual_rope")
+
+    layers = inst.model.num_layers
+    # default: 8 kernels, each 1.25 passes over a 7168-wide bf16 activation
+    assert traffic() == pytest.approx(4096 * 7168 * 2 * 1.25 * 8 * layers)
+    assert traffic(elementwise_bytes_per_token_layer=4.0e6) == pytest.approx(4096 * 4.0e6 * layers)
+
+
+def test_negative_elementwise_traffic_is_rejected():
+    from pydantic import ValidationError
+
+    from roofline.deployment import RuntimeOptions
+
+    with pytest.raises(ValidationError, match="elementwise_bytes_per_token_layer"):
+        RuntimeOptions(elementwise_bytes_per_token_layer=-1)
+
+
 def test_mtp_verifies_drafts_and_runs_the_draft_layer():
     inst = make_instance(mtp=MTPConfig(draft_tokens=3, accepted_tokens=1.65))
     plain = step_cost(make_instance(), StepBatch.decode(8, 2000))
