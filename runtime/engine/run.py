@@ -30,9 +30,11 @@ WORKLOADS = [
     (256, 512, 64, 512),
 ]
 CONFIG = "engine/deepseek-v3-ep8-rank_config.json"  # relative to calibration/data, where anchors live
+RUNTIME = Path(__file__).resolve().parents[2] / "calibration" / "data" / "engine" / "engine_runtime.yaml"
+WARMUP = 0.25
 
 
-def measure(done: list, warmup: float = 0.25) -> dict[str, float]:
+def measure(done: list, warmup: float = WARMUP) -> dict[str, float]:
     """Means over requests after the first `warmup` share of completions (ramp-up left out)."""
     done = sorted(done, key=lambda r: r.finish)[int(len(done) * warmup) :]
     tpot = [(r.finish - r.first_token) / (r.osl - 1) for r in done]
@@ -45,7 +47,11 @@ def measure(done: list, warmup: float = 0.25) -> dict[str, float]:
     }
 
 
-def anchor(i: int, c: int, isl: int, osl: int, metric: str, value: float, prov: dict) -> dict:
+def anchor(c: int, isl: int, osl: int, n: int, metric: str, value: float, prov: dict) -> dict:
+    """One anchor in ../shared/validation format, with the engine's measured runtime parameters and
+    the simulation settings that reproduce its loop (request count, all clients at t=0, warm-up by
+    completions, whole-request KV reservation)."""
+    runtime = yaml.safe_load(RUNTIME.read_text())
     return {
         "id": f"engine-h200-c{c}-isl{isl}-{metric.replace('_', '-')}",
         "source": f"runtime.engine on {prov['gpu']}, "
@@ -60,12 +66,21 @@ def anchor(i: int, c: int, isl: int, osl: int, metric: str, value: float, prov: 
         "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
         "mtp": None,
         "workload": {"isl": isl, "osl": osl, "concurrency": c, "concurrency_scope": "total"},
-        "runtime": {"max_prefill_tokens": 8192},
+        "runtime": runtime,
         "metric": metric,
         "value": round(value, 4),
         "unit": "ms" if metric.endswith("_ms") else "tok/s",
         "tolerance": 0.10,
-        "notes": "closed loop, fixed lengths; means after the first 25% of completions",
+        "notes": "closed loop, fixed lengths, all clients start at t=0; means after the first 25% of completions; "
+        "runtime parameters measured on the engine (engine/engine_runtime.yaml)",
+        "simulation": {
+            "requests": n,
+            "seed": 0,
+            "closed_loop_ramp_s": 0.0,
+            "warmup_fraction": WARMUP,
+            "kv_reservation": 1.0,
+            "warmup_by": "completion",
+        },
     }
 
 
@@ -80,11 +95,12 @@ def main() -> None:
     model = Model(layers=args.layers)
     free, _ = torch.cuda.mem_get_info()
     per_page = 2 * len(model.layers) * PAGE * (512 + 64)
-    engine = Engine(model, pages=int(0.85 * (free - 8e9) / per_page))
+    budget = yaml.safe_load(RUNTIME.read_text())["max_prefill_tokens"]
+    engine = Engine(model, pages=int(0.85 * (free - 8e9) / per_page), budget=budget)
     print(f"model ready in {time.perf_counter() - t:.0f} s; {len(engine.free)} KV pages", flush=True)
     prov = provenance()
     results, anchors = [], []
-    for i, (c, isl, osl, n) in enumerate(WORKLOADS[:2] if args.quick else WORKLOADS):
+    for c, isl, osl, n in WORKLOADS[:2] if args.quick else WORKLOADS:
         t = time.perf_counter()
         m = measure(engine.serve(c, isl, osl, n))
         results.append({"concurrency": c, "isl": isl, "osl": osl, "requests": n, **m})
@@ -93,7 +109,7 @@ def main() -> None:
             f"E2E {m['e2e_ms']:.0f} ms {m['output_tok_s']:.0f} tok/s ({time.perf_counter() - t:.0f} s)",
             flush=True,
         )
-        anchors += [anchor(i, c, isl, osl, k, m[k], prov) for k in ("tpot_ms", "ttft_ms", "output_tok_s")]
+        anchors += [anchor(c, isl, osl, n, k, m[k], prov) for k in ("tpot_ms", "ttft_ms", "output_tok_s")]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "engine_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
     (args.out / "engine_anchors.yaml").write_text(yaml.safe_dump({"version": 1, "anchors": anchors}, sort_keys=False))
