@@ -1,4 +1,4 @@
-"""Accuracy on the seed anchors: prints a markdown table and saves bench/results/seed_anchors.json.
+"""Accuracy on an anchor file: prints a markdown table and saves bench/results/<file stem>.json.
 
 Usage: python bench/seed_anchors.py [ANCHOR_FILE]   (default: ../shared/validation/seed_anchors.yaml)
 """
@@ -33,7 +33,7 @@ def main() -> None:
         )
     med = summary["median_abs_rel_error"]
     print(f"\n{summary['within_tolerance']} of {summary['count']} within tolerance, median |error| {med:.1%}")
-    out = ROOT / "bench" / "results" / "seed_anchors.json"
+    out = ROOT / "bench" / "results" / f"{path.stem}.json"
     out.write_text(
         json.dumps(
             {"date": date.today().isoformat(), "file": str(path.name), **results_json(results, summary)}, indent=2
