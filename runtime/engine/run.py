@@ -7,7 +7,6 @@ Usage (on a GPU): python -m runtime.engine.run --out DIR [--layers 61] [--quick]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from runtime.engine.anchors import RUNTIME, WARMUP, write
 from runtime.engine.model import Model
 from runtime.engine.serve import PAGE, Engine
 from runtime.sweep import provenance
@@ -29,9 +29,6 @@ WORKLOADS = [
     (128, 1024, 64, 256),
     (256, 512, 64, 512),
 ]
-CONFIG = "engine/deepseek-v3-ep8-rank_config.json"  # relative to calibration/data, where anchors live
-RUNTIME = Path(__file__).resolve().parents[2] / "calibration" / "data" / "engine" / "engine_runtime.yaml"
-WARMUP = 0.25
 
 
 def measure(done: list, warmup: float = WARMUP) -> dict[str, float]:
@@ -44,43 +41,6 @@ def measure(done: list, warmup: float = WARMUP) -> dict[str, float]:
         "tpot_ms": 1e3 * statistics.mean(tpot),
         "e2e_ms": 1e3 * statistics.mean(r.finish - r.arrival for r in done),
         "output_tok_s": sum(r.osl for r in done) / span,
-    }
-
-
-def anchor(c: int, isl: int, osl: int, n: int, metric: str, value: float, prov: dict) -> dict:
-    """One anchor in ../shared/validation format, with the engine's measured runtime parameters and
-    the simulation settings that reproduce its loop (request count, all clients at t=0, warm-up by
-    completions, whole-request KV reservation)."""
-    runtime = yaml.safe_load(RUNTIME.read_text())
-    return {
-        "id": f"engine-h200-c{c}-isl{isl}-{metric.replace('_', '-')}",
-        "source": f"runtime.engine on {prov['gpu']}, "
-        f"{prov['date']} (torch {prov['torch']}, flashinfer {prov['flashinfer']})",
-        "model": CONFIG,
-        "hardware": "h200-sxm",
-        "engine": "other",
-        "phase": "end-to-end",
-        "deployment": {
-            "aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}
-        },
-        "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
-        "mtp": None,
-        "workload": {"isl": isl, "osl": osl, "concurrency": c, "concurrency_scope": "total"},
-        "runtime": runtime,
-        "metric": metric,
-        "value": round(value, 4),
-        "unit": "ms" if metric.endswith("_ms") else "tok/s",
-        "tolerance": 0.10,
-        "notes": "closed loop, fixed lengths, all clients start at t=0; means after the first 25% of completions; "
-        "runtime parameters measured on the engine (engine/engine_runtime.yaml)",
-        "simulation": {
-            "requests": n,
-            "seed": 0,
-            "closed_loop_ramp_s": 0.0,
-            "warmup_fraction": WARMUP,
-            "kv_reservation": 1.0,
-            "warmup_by": "completion",
-        },
     }
 
 
@@ -99,7 +59,7 @@ def main() -> None:
     engine = Engine(model, pages=int(0.85 * (free - 8e9) / per_page), budget=budget)
     print(f"model ready in {time.perf_counter() - t:.0f} s; {len(engine.free)} KV pages", flush=True)
     prov = provenance()
-    results, anchors = [], []
+    results = []
     for c, isl, osl, n in WORKLOADS[:2] if args.quick else WORKLOADS:
         t = time.perf_counter()
         m = measure(engine.serve(c, isl, osl, n))
@@ -109,10 +69,7 @@ def main() -> None:
             f"E2E {m['e2e_ms']:.0f} ms {m['output_tok_s']:.0f} tok/s ({time.perf_counter() - t:.0f} s)",
             flush=True,
         )
-        anchors += [anchor(c, isl, osl, n, k, m[k], prov) for k in ("tpot_ms", "ttft_ms", "output_tok_s")]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "engine_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
-    (args.out / "engine_anchors.yaml").write_text(yaml.safe_dump({"version": 1, "anchors": anchors}, sort_keys=False))
+    write(args.out, results, prov)
 
 
 if __name__ == "__main__":

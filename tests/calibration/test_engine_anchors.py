@@ -17,21 +17,31 @@ ANCHORS = DATA / "engine_anchors.yaml"
 def test_every_anchor_carries_the_engines_measured_runtime_and_loop():
     runtime = yaml.safe_load((DATA / "engine" / "engine_runtime.yaml").read_text())
     anchors = yaml.safe_load(ANCHORS.read_text())["anchors"]
-    assert len(anchors) == 21
+    assert len(anchors) == 28
     for a in anchors:
         assert a["runtime"] == runtime, a["id"]
         assert a["simulation"]["warmup_by"] == "completion"
         assert a["simulation"]["closed_loop_ramp_s"] == 0.0
 
 
-def test_simulator_predicts_tpot_and_ttft_within_ten_percent_on_four_or_more_workloads():
+def test_simulator_predicts_tpot_and_ttft_within_ten_percent_on_six_or_more_workloads():
     results, summary = validate_file(ANCHORS)
-    assert summary["predicted"] == 21
+    assert summary["predicted"] == 28
     assert all(r.error is None for r in results)
     ok: dict[str, set[str]] = defaultdict(set)
     for r in results:
         if r.within_tolerance and r.metric in ("tpot_ms", "ttft_ms"):
             ok[r.id.rsplit("-", 2)[0]].add(r.metric)
     both = [w for w, m in ok.items() if m == {"tpot_ms", "ttft_ms"}]
-    # measured 2026-11-29: C=32, 64, 128, 256 (C=1, 4, 8 over-predict small-batch decode by 11-29%)
-    assert len(both) >= 4, both
+    # measured 2026-11-29: all but C=1 (TPOT +14%, TTFT +23%)
+    assert len(both) >= 6, both
+
+
+def test_anchors_are_exactly_what_the_results_and_runtime_files_generate(tmp_path):
+    import json
+
+    from runtime.engine.anchors import write
+
+    data = json.loads((DATA / "engine_results.json").read_text())
+    write(tmp_path, data["results"], data["provenance"])
+    assert (tmp_path / "engine_anchors.yaml").read_text() == ANCHORS.read_text()
