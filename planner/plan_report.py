@@ -16,6 +16,17 @@ from planner.plan import Answer, Recommendation, cost_per_mtok, describe
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 
 
+def headroom(a: Answer, r: Recommendation) -> dict[str, float]:
+    """Target / predicted - 1 per SLO: from the simulator's p90 where it verified this
+    recommendation, else from the stage-1 estimate."""
+    targets = a.question.slo.targets()
+    out = {}
+    for k, slack in r.point.slack.items():
+        sim = getattr(r.verified, k, None) if r.verified is not None else None
+        out[k] = (targets[k] / sim if sim else slack) - 1
+    return out
+
+
 def rec_dict(a: Answer, r: Recommendation) -> dict[str, Any]:
     p, c, v = r.point, r.cand, r.verified
     return {
@@ -48,7 +59,7 @@ def rec_dict(a: Answer, r: Recommendation) -> dict[str, Any]:
             "meets_slo": v.meets,
             "requests": v.requests,
         },
-        "headroom": {SLO_NAMES[k]: round(s - 1, 4) for k, s in p.slack.items()},
+        "headroom": {SLO_NAMES[k]: round(h, 4) for k, h in headroom(a, r).items()},
         "bottleneck": p.bottleneck,
         "usd_per_million_output_tokens": cost_per_mtok(a.question, p),
         "binding_constraint": r.binding or None,
@@ -107,7 +118,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         p, v = r.point, r.verified
         ttft = v.ttft_p90_ms if v and v.ttft_p90_ms is not None else p.ttft_s * 1e3
         tpot = v.tpot_p90_ms if v and v.tpot_p90_ms is not None else p.tpot_s * 1e3
-        head = " ".join(f"{SLO_NAMES[k]}{s - 1:+.0%}" for k, s in p.slack.items())
+        head = " ".join(f"{SLO_NAMES[k]}{h:+.0%}" for k, h in headroom(a, r).items())
         if r.binding:
             head += f" (binds: {SLO_NAMES.get(r.binding, r.binding)})"
         sim = "-" if v is None else ("[green]meets[/green]" if v.meets else "[red]misses[/red]")

@@ -123,6 +123,9 @@ def test_cli_default_plan_json_and_chart(tmp_path):
     assert {"aggregated", "disaggregated"} == set(data["pareto"])
     top = data["recommendations"][0]
     assert top["simulated_p90"]["meets_slo"]
+    # headroom is measured against what the simulator saw, where it verified the deployment
+    assert top["headroom"]["TTFT"] == pytest.approx(2000 / top["simulated_p90"]["ttft_ms"] - 1, abs=1e-4)
+    assert top["headroom"]["TPOT"] == pytest.approx(50 / top["simulated_p90"]["tpot_ms"] - 1, abs=1e-4)
     assert "sglang" in top["launch"]
     assert "plotly" in chart.read_text()[:20000].lower()
 
