@@ -197,11 +197,22 @@ def calibrate(
     from runtime.sweep import FAMILIES, run_sweep  # noqa: PLC0415
 
     families = [f.strip() for f in ops.split(",") if f.strip()]
-    bad = [f for f in families if f not in FAMILIES]
+    bad = [f for f in families if f not in (*FAMILIES, "comm")]
     if bad:
-        raise PlannerError(f"--ops: unknown {', '.join(bad)}; allowed: {', '.join(FAMILIES)}")
-    profile = run_sweep(families, out, budget_minutes * 60, check=not no_check, log=con.print)
-    con.print(f"{len(profile['points'])} points in {out}")
+        raise PlannerError(f"--ops: unknown {', '.join(bad)}; allowed: {', '.join((*FAMILIES, 'comm'))}")
+    if "comm" in families:  # collectives across this machine's GPUs, one process per GPU
+        from runtime.comm_sweep import run_comm_sweep  # noqa: PLC0415
+
+        families.remove("comm")
+        comm_out = out if not families else out.with_name(f"{out.stem}-comm{out.suffix}")
+        try:
+            comm_profile = run_comm_sweep(comm_out, log=con.print)
+        except RuntimeError as exc:
+            raise PlannerError(f"--ops comm: {exc}") from exc
+        con.print(f"{len(comm_profile['points'])} communication points in {comm_out}")
+    if families:
+        profile = run_sweep(families, out, budget_minutes * 60, check=not no_check, log=con.print)
+        con.print(f"{len(profile['points'])} points in {out}")
 
 
 @app.command()

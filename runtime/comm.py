@@ -60,7 +60,12 @@ class Dispatched:
 
 
 def dispatch(
-    x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, fp8: bool = False, group=None
+    x: torch.Tensor,
+    ids: torch.Tensor,
+    w: torch.Tensor,
+    experts: int,
+    fp8: bool = False,
+    group: dist.ProcessGroup | None = None,
 ) -> Dispatched:
     """Send each token to every rank that holds one of its experts (experts split contiguously)."""
     world, dev = dist.get_world_size(group), x.device

@@ -84,3 +84,29 @@ def test_skewed_routing_is_imbalanced_and_uniform_routing_is_not():
     hot, _ = route(4096, 256, 8, skew=1.0, gen=gen)
     assert load_imbalance(flat, 256) < 1.4 < load_imbalance(hot, 256)
     assert all(len(set(row)) == 8 for row in hot.tolist()[:100])  # no expert twice for a token
+
+
+def test_comm_sweep_writes_a_profile_with_provenance_for_every_op(tmp_path):
+    from runtime.comm_sweep import run_comm_sweep
+
+    out = tmp_path / "comm.json"
+    prof = run_comm_sweep(out, worlds=(2,), backend="gloo", quick=True, log=lambda *_: None)
+    import json
+
+    assert json.loads(out.read_text()) == prof
+    ops = {p["op"] for p in prof["points"]}
+    assert ops == {"all_reduce", "all_gather", "kv_transfer", "ep_dispatch", "ep_combine"}
+    assert all(p["ms"] > 0 and p["world"] == 2 for p in prof["points"])
+    assert {p["payload"] for p in prof["points"] if p["op"] == "ep_dispatch"} == {"bf16", "fp8"}
+    assert prof["provenance"]["backend"] == "gloo"
+    assert prof["provenance"]["worlds"] == [2]
+
+
+def test_comm_sweep_refuses_nccl_without_two_gpus(tmp_path):
+    from runtime.comm_sweep import run_comm_sweep
+
+    if torch.cuda.device_count() >= 2:
+        pytest.skip("this machine has the GPUs")
+    with pytest.raises(RuntimeError, match="at least 2 GPUs"):
+        run_comm_sweep(tmp_path / "x.json", worlds=(2,), backend="nccl")
+    assert not (tmp_path / "x.json").exists()

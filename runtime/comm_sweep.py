@@ -1,0 +1,185 @@
+"""Sweep of the communication ops (`runtime.comm`) over message sizes and world sizes, one process
+per GPU, writing a profile with provenance (`planner calibrate --ops comm`).
+
+Each point is the median over repetitions of the slowest rank's time (a collective finishes when
+its last rank does), after warm-up. NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
+gloo on the CPU, which only checks the harness: its times say nothing about GPUs.
+
+Usage: python -m runtime.comm_sweep --out FILE [--worlds 2,4,8] [--backend nccl|gloo] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import time
+from collections.abc import Callable
+from datetime import date
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from runtime import comm
+
+HIDDEN, EXPERTS, TOPK, SKEW = 7168, 256, 8, 0.5  # DeepSeek-V3 routing; SKEW gives max/mean ~1.5-2
+FULL = {
+    "all_reduce_bytes": [2**k for k in range(16, 29, 2)],  # 64 KB .. 256 MB
+    "all_gather_bytes": [2**k for k in range(16, 27, 2)],  # per rank, 64 KB .. 64 MB
+    "kv_bytes": [2**k for k in range(20, 29, 2)],  # 1 MB .. 256 MB
+    "ep_tokens": [64, 256, 1024, 4096],  # per rank
+    "warmup": 3,
+    "reps": 10,
+}
+QUICK = {
+    "all_reduce_bytes": [2**16],
+    "all_gather_bytes": [2**16],
+    "kv_bytes": [2**16],
+    "ep_tokens": [16],
+    "warmup": 1,
+    "reps": 2,
+}
+
+
+def _time(fn: Callable[[], object], dev: torch.device, warmup: int, reps: int) -> float:
+    """Median over reps of the slowest rank's wall time for one call, in ms."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        dist.barrier()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t = time.perf_counter()
+        fn()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        mine = torch.tensor([time.perf_counter() - t], dtype=torch.float64, device=dev)
+        dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        samples.append(float(mine) * 1e3)
+    return statistics.median(samples)
+
+
+def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[str, Any]]:
+    w, r = grid["warmup"], grid["reps"]
+    dt = torch.bfloat16
+    pts: list[dict[str, Any]] = []
+    for b in grid["all_reduce_bytes"]:
+        x = torch.ones(b // 2, dtype=dt, device=dev)
+        pts.append({"op": "all_reduce", "bytes": b, "ms": _time(partial(comm.all_reduce, x), dev, w, r)})
+    for b in grid["all_gather_bytes"]:
+        x = torch.ones(b // 2, dtype=dt, device=dev)
+        pts.append({"op": "all_gather", "bytes": b, "ms": _time(partial(comm.all_gather, x), dev, w, r)})
+    for b in grid["kv_bytes"]:
+        kv = torch.ones(b // 2, dtype=dt, device=dev)
+        pts.append({"op": "kv_transfer", "bytes": b, "ms": _time(partial(comm.kv_transfer, kv, 0, 1), dev, w, r)})
+    gen = torch.Generator().manual_seed(dist.get_rank())
+    for tokens in grid["ep_tokens"]:
+        ids, wts = comm.route(tokens, EXPERTS, TOPK, SKEW, gen)
+        x = torch.randn(tokens, HIDDEN, generator=gen).to(dt).to(dev)
+        for fp8 in (False, True):
+            d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
+            t_d = _time(partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), dev, w, r)
+            t_c = _time(partial(comm.combine, d.x, d, tokens), dev, w, r)
+            rows = torch.tensor([sum(d.recv_splits)], dtype=torch.float64, device=dev)
+            dist.all_reduce(rows, op=dist.ReduceOp.MAX)
+            common = {"tokens_per_rank": tokens, "hidden": HIDDEN, "topk": TOPK, "payload": "fp8" if fp8 else "bf16"}
+            extra = {"max_rows_received": int(rows), "imbalance": comm.load_imbalance(ids, EXPERTS)}
+            pts.append({"op": "ep_dispatch", **common, "ms": t_d, **extra})
+            pts.append({"op": "ep_combine", **common, "ms": t_c, **extra})
+    for p in pts:
+        p["world"] = world
+    return pts
+
+
+def _worker(rank: int, world: int, port: int, backend: str, grid: dict[str, Any], q: Any) -> None:
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        pts = _points(world, dev, grid)
+        if rank == 0:
+            q.put(pts)
+    except Exception as exc:
+        q.put(f"rank {rank}: {exc!r}")
+        raise
+    finally:
+        dist.destroy_process_group()
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def provenance(backend: str) -> dict[str, Any]:
+    if backend == "nccl":
+        from runtime.sweep import provenance as gpu_provenance  # noqa: PLC0415
+
+        prov = gpu_provenance()
+        prov["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        prov["gpus"] = torch.cuda.device_count()
+        prov["nvls"] = "off (NCCL_NVLS_ENABLE=0)"
+        return prov
+    return {
+        "device": "cpu (gloo: checks the harness only)",
+        "torch": torch.__version__,
+        "date": date.today().isoformat(),
+    }
+
+
+def run_comm_sweep(
+    out: Path, worlds: tuple[int, ...] = (2, 4, 8), backend: str = "nccl", quick: bool = False, log: Any = print
+) -> dict[str, Any]:
+    """Run every world size that fits the GPUs here (all of them on gloo) and write the profile."""
+    have = torch.cuda.device_count() if backend == "nccl" else max(worlds)
+    runnable = [w for w in worlds if 2 <= w <= have]
+    if not runnable:
+        raise RuntimeError(f"comm sweep needs at least 2 GPUs for NCCL; this machine has {have}")
+    grid = QUICK if quick else FULL
+    ctx = mp.get_context("spawn")
+    points: list[dict[str, Any]] = []
+    for world in runnable:
+        t = time.perf_counter()
+        q = ctx.Queue()
+        port = _port()
+        procs = [ctx.Process(target=_worker, args=(r, world, port, backend, grid, q)) for r in range(world)]
+        for p in procs:
+            p.start()
+        got = q.get(timeout=900)
+        for p in procs:
+            p.join(timeout=120)
+        if isinstance(got, str) or any(p.exitcode != 0 for p in procs):
+            raise RuntimeError(
+                f"comm sweep at world {world} failed: {got if isinstance(got, str) else 'a rank exited'}"
+            )
+        points += got
+        log(f"world {world}: {len(got)} points in {time.perf_counter() - t:.0f} s")
+    profile = {"provenance": {**provenance(backend), "backend": backend, "worlds": runnable}, "points": points}
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(profile, indent=1))
+    tmp.replace(out)  # never a half-written profile
+    return profile
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--worlds", default="2,4,8")
+    ap.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    run_comm_sweep(a.out, tuple(int(w) for w in a.worlds.split(",")), a.backend, a.quick)
+
+
+if __name__ == "__main__":
+    main()
