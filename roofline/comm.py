@@ -2,13 +2,18 @@
 
 Each is latency + bytes / (link bandwidth x efficiency). Links: the NVLink domain (8 GPUs on
 HGX, 72 on NVL72) at its per-direction bandwidth; beyond it RDMA at the NIC rate; PCIe for
-systems without NVLink (RTX PRO 6000). The efficiencies are priors with sources below; the
-multi-GPU calibration replaces them with measurements.
+systems without NVLink (RTX PRO 6000). The efficiencies are priors with sources below; a fitted
+multi-GPU profile (`calibration.comm_fit` -> roofline/calibrated/<hw>-comm.json) replaces the NVLink
+ones for its architecture, as the kernel tables do (none is committed yet: no multi-GPU machine
+has been measured).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from roofline.catalog.schema import HardwareSpec
 
@@ -48,6 +53,29 @@ def _arch(hw: HardwareSpec) -> str:
     return "sm_100" if hw.arch in ("sm_100", "sm_103") else "sm_90"
 
 
+MEASURED = {"sm_90": "h200-sxm"}  # architecture -> hardware whose comm profile it uses
+
+
+@cache
+def _fitted(hardware: str) -> dict[str, dict[str, dict[str, float]]]:
+    path = resources.files("roofline") / "calibrated" / f"{hardware}-comm.json"
+    return json.loads(path.read_text())["fit"] if path.is_file() else {}
+
+
+def link(hw: HardwareSpec, kind: str, ranks: int, prior: LinkPrior) -> LinkPrior:
+    """The measured NVLink efficiency and latency for `kind` (a2a, allreduce, kv) at the largest
+    measured world size not above `ranks`, where this architecture has a comm profile; else `prior`."""
+    source = MEASURED.get(hw.arch)
+    fit = _fitted(source).get(kind, {}) if source else {}
+    if not fit:
+        return prior
+    worlds = sorted(int(w) for w in fit)
+    w = max((x for x in worlds if x <= ranks), default=worlds[0])
+    f = fit[str(w)]
+    where = f"measured on {source}, {w} GPUs" + ("" if hw.id == source else f", transferred to {hw.id}")
+    return LinkPrior(f["efficiency"], f["latency_s"], where)
+
+
 def ep_copies(hw: HardwareSpec, ep: int, top_k: int, node_limit: int, normal_mode: bool) -> tuple[float, float]:
     """Expected copies of one token's hidden state sent (over NVLink/PCIe, over RDMA) by an EP
     dispatch; combine mirrors it.
@@ -76,7 +104,7 @@ def alltoall_time(hw: HardwareSpec, ep: int, nv_bytes: float, rdma_bytes: float,
     if hw.scaleup.domain_gpus <= 1:  # PCIe-only system
         total = nv_bytes + rdma_bytes
         return launches * PCIE.latency_s + total / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
-    nv = A2A_NVLINK[_arch(hw)]
+    nv = link(hw, "a2a", ep, A2A_NVLINK[_arch(hw)])
     t_nv = nv_bytes / (hw.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
     if rdma_bytes <= 0:
         return launches * nv.latency_s + t_nv
@@ -93,7 +121,7 @@ def allreduce_time(hw: HardwareSpec, ranks: int, bytes_per_gpu: float, launches:
         return launches * PCIE.latency_s + wire / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
     if ranks > hw.scaleup.domain_gpus:
         return launches * A2A_RDMA.latency_s + wire / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
-    ar = ALLREDUCE_NVLINK[_arch(hw)]
+    ar = link(hw, "allreduce", ranks, ALLREDUCE_NVLINK[_arch(hw)])
     return launches * ar.latency_s + wire / (hw.scaleup.bw_gbps_unidir * 1e9 * ar.efficiency)
 
 
@@ -102,7 +130,7 @@ def kv_transfer_time(src: HardwareSpec, same_domain: bool, kv_bytes: float) -> f
     if kv_bytes <= 0:
         return 0.0
     if same_domain and src.scaleup.domain_gpus > 1:
-        nv = A2A_NVLINK[_arch(src)]
+        nv = link(src, "kv", 2, A2A_NVLINK[_arch(src)])
         return nv.latency_s + kv_bytes / (src.scaleup.bw_gbps_unidir * 1e9 * nv.efficiency)
     if src.scaleup.domain_gpus <= 1:
         return PCIE.latency_s + kv_bytes / (src.pcie_gbps_unidir * 1e9 * PCIE.efficiency)

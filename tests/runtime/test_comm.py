@@ -100,6 +100,11 @@ def test_comm_sweep_writes_a_profile_with_provenance_for_every_op(tmp_path):
     assert {p["payload"] for p in prof["points"] if p["op"] == "ep_dispatch"} == {"bf16", "fp8"}
     assert prof["provenance"]["backend"] == "gloo"
     assert prof["provenance"]["worlds"] == [2]
+    from calibration.comm_fit import fit
+
+    fitted = fit(prof, 450e9)  # the sweep's points are what the fit reads
+    assert set(fitted) == {"allreduce", "a2a", "kv"}
+    assert all(0 < f["efficiency"] <= 1 for kind in fitted.values() for f in kind.values())
 
 
 def test_comm_sweep_refuses_nccl_without_two_gpus(tmp_path):

@@ -1,0 +1,60 @@
+"""Communication profiles fit into link efficiencies and latencies that replace the priors."""
+
+from __future__ import annotations
+
+import pytest
+
+from calibration.comm_fit import fit, wire_bytes
+from roofline import comm
+from roofline.catalog import get_hardware
+
+LINK = 450e9  # H200 NVLink per direction
+
+
+def _profile(eff: float, lat: float) -> dict:
+    pts = []
+    for world in (2, 8):
+        for b in (2**16, 2**20, 2**24, 2**28):
+            p = {"op": "all_reduce", "world": world, "bytes": b}
+            p["ms"] = (lat + wire_bytes(p) / (LINK * eff)) * 1e3
+            pts.append(p)
+        for rows in (100, 1000, 10000):
+            p = {"op": "ep_dispatch", "world": world, "max_rows_received": rows, "hidden": 7168, "payload": "fp8"}
+            p["ms"] = (2 * lat + wire_bytes(p) / (LINK * eff * 0.9)) * 1e3
+            pts.append(p)
+    return {"provenance": {}, "points": pts}
+
+
+def test_fit_recovers_efficiency_and_latency_of_a_known_link():
+    res = fit(_profile(0.7, 10e-6), LINK)
+    ar = res["allreduce"]["8"]
+    assert ar["efficiency"] == pytest.approx(0.7, rel=1e-3)
+    assert ar["latency_s"] == pytest.approx(10e-6, rel=1e-3)
+    assert res["a2a"]["2"]["efficiency"] == pytest.approx(0.63, rel=1e-3)
+    assert ar["median_abs_error"] < 1e-6
+
+
+def test_wire_bytes_per_op():
+    assert wire_bytes({"op": "all_reduce", "world": 4, "bytes": 100}) == 150
+    assert wire_bytes({"op": "all_gather", "world": 4, "bytes": 100}) == 300
+    a2a = {"op": "ep_combine", "world": 8, "max_rows_received": 10, "hidden": 7168, "payload": "bf16"}
+    assert wire_bytes(a2a) == 10 * 7168 * 2
+
+
+def test_a_measured_profile_replaces_the_nvlink_prior_on_its_architecture(monkeypatch):
+    h200, h100, gb200 = get_hardware("h200-sxm"), get_hardware("h100-sxm"), get_hardware("gb200-nvl72")
+    prior = comm.allreduce_time(h200, 8, 64e6)
+    fitted = fit(_profile(0.5, 20e-6), LINK)
+    monkeypatch.setattr(comm, "_fitted", lambda hw: fitted if hw == "h200-sxm" else {})
+    wire = 2 * 7 / 8 * 64e6
+    assert comm.allreduce_time(h200, 8, 64e6) == pytest.approx(20e-6 + wire / (LINK * 0.5), rel=1e-3)
+    assert comm.allreduce_time(h200, 8, 64e6) > prior  # 0.5 measured < 0.73 prior
+    assert "transferred to h100-sxm" in comm.link(h100, "allreduce", 4, comm.ALLREDUCE_NVLINK["sm_90"]).source
+    assert comm.link(h200, "allreduce", 4, comm.ALLREDUCE_NVLINK["sm_90"]).source.endswith("2 GPUs")
+    gb = comm.link(gb200, "allreduce", 8, comm.ALLREDUCE_NVLINK["sm_100"])
+    assert gb == comm.ALLREDUCE_NVLINK["sm_100"]  # Blackwell keeps its prior
+
+
+def test_without_a_profile_the_priors_stand():
+    assert comm._fitted("h200-sxm") == {}  # none committed until a multi-GPU machine is measured
+    assert comm.link(get_hardware("h200-sxm"), "a2a", 8, comm.A2A_NVLINK["sm_90"]) == comm.A2A_NVLINK["sm_90"]
