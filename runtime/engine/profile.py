@@ -1,6 +1,10 @@
 """Measure the engine's own costs that the step model needs as parameters: kernels per layer
 (dense and MoE; decode and prefill) counted with torch.profiler, and the host time per step that
-the GPU waits for (metadata planning, input copies, the sync that reads the next tokens)."""
+the GPU waits for (metadata planning, input copies, the sync that reads the next tokens); with
+`--times`, GPU time per kernel family (GEMM, attention, other) of prefill steps per layer.
+Decode steps of the whole engine: runtime.engine.decode_profile.
+
+Usage (on a GPU): python -m runtime.engine.profile OUT.json [--times]"""
 
 from __future__ import annotations
 
@@ -108,50 +112,6 @@ def step_times(layers: int, dense: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def decode_times(layers: int, batch: int) -> dict[str, float]:
-    """One CUDA-graph decode step (context 512): replay time and GPU time per kernel family, ms."""
-    eng = Engine(Model(layers=layers, dense_layers=0), pages=8192)
-    reqs = []
-    for i in range(batch):
-        r = Req(i, 512, 1000, 0.0, pages=[eng.free.popleft() for _ in range(24)])
-        r.done_prefill, r.generated = 512, 1
-        reqs.append(r)
-    eng.decode(reqs, 8192)
-    g, st, wrapper = eng._graph(next(b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256) if b >= batch), 8192)
-    reps = []
-    for _ in range(20):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        e.synchronize()
-        reps.append(s.elapsed_time(e))
-    # the same kernels run eagerly (kernel durations as in the graph; the gaps are what differ)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        eng._decode_body(st, wrapper)
-        torch.cuda.synchronize()
-    fam: dict[str, float] = {"replay": statistics.median(reps), "kernels": 0.0, "count": 0.0}
-    for ev in prof.key_averages():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            ms = ev.self_device_time_total * 1e-3
-            fam[_family(ev.key)] = fam.get(_family(ev.key), 0.0) + ms
-            fam["kernels"] += ms
-            fam["count"] += ev.count
-    return fam
-
-
-def per_layer_decode() -> dict[str, dict[str, float]]:
-    """Per MoE layer (2 layers - 1) of a graph-replayed decode step at several batch sizes."""
-    out = {}
-    for b in (1, 8, 64, 256):
-        one, two = decode_times(1, b), decode_times(2, b)
-        out[str(b)] = {k: round(two.get(k, 0.0) - one.get(k, 0.0), 4) for k in set(one) | set(two)}
-        out[str(b)]["gap_us_per_kernel"] = round(
-            1e3 * (out[str(b)]["replay"] - out[str(b)]["kernels"]) / max(out[str(b)]["count"], 1), 3
-        )
-    return out
-
-
 def per_layer_times() -> dict[str, object]:
     """Per MoE layer = 2 MoE layers - 1; outside layers = 1 MoE layer - per layer; dense alike."""
     one_dense, one_moe, two_moe = step_times(1, 1), step_times(1, 0), step_times(2, 0)
@@ -168,7 +128,7 @@ def per_layer_times() -> dict[str, object]:
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[2] == "--times":
-        result = {"decode_ms_per_moe_layer": per_layer_decode(), "prefill_ms": per_layer_times()}
+        result = {"prefill_ms": per_layer_times()}
         print(json.dumps(result, indent=1))
         Path(sys.argv[1]).write_text(json.dumps(result, indent=1))
         return
