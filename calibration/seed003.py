@@ -12,11 +12,12 @@ so that the kernels take those shares. `python -m calibration.seed003` prints th
 
 from __future__ import annotations
 
+from roofline.attention_ops import attention_ops
 from roofline.batch import StepBatch
 from roofline.catalog import get_hardware, get_model
 from roofline.deployment import InstanceSpec, Parallelism, RuntimeOptions
 from roofline.kernels import KERNELS
-from roofline.ops import attention_ops, ffn_ops
+from roofline.ops import ffn_ops
 from roofline.precision import PrecisionMix
 
 TPOT_S = 0.510

@@ -1,8 +1,8 @@
 """The step-cost model: time of one forward step of one instance, with a per-op breakdown.
 
 `step_cost(inst, batch)` is the only place step time is computed; the estimator and the
-simulator both call it. Ops come from `roofline.ops`; each is priced on its kernel path
-(`roofline.kernels`) and tagged with the source of its number. Communication is priced by
+simulator both call it. Ops come from `roofline.ops` and `roofline.attention_ops`; each is priced
+on its kernel path (`roofline.kernels`) and tagged with the source of its number. Communication is priced by
 `roofline.comm`; the `comm_overlap` share of EP communication hides under compute (two-batch or
 fine-grained overlap). Launch gaps (CUDA graphs vs eager) are one op of their own.
 
@@ -16,12 +16,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from roofline.attention_ops import attention_ops
 from roofline.batch import StepBatch
 from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernels import select
-from roofline.ops import ACT, Op, attention_ops, ffn_ops, gemm_op
+from roofline.ops import ACT, Op, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
 Source = Literal["roofline", "calibrated", "measured"]

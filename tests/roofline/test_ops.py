@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from roofline.attention_ops import attention_ops
 from roofline.batch import StepBatch
-from roofline.ops import attention_ops, ffn_ops
+from roofline.ops import ffn_ops
 from roofline.params import expert_params
 from roofline.precision import BYTES_PER_PARAM
 from tests.conftest import make_instance

@@ -1,0 +1,274 @@
+"""FLOPs and bytes of core attention, the indexer and the attention projections of one forward
+step, as seen by one GPU of an instance (summed over the layers it holds). FLOPs = 2 x multiply-adds:
+- MLA absorbed decode (DeepSeek-V2 paper, appendix; FlashMLA): per query and cached token,
+  2 x heads x (kv_lora + rope) for QK plus 2 x heads x kv_lora for PV; reads (kv_lora + rope)
+  KV bytes per cached token once per sequence.
+- MLA prefill (non-absorbed MHA, qk 192 / v 128): 2 x heads x (qk + v) per causal pair.
+- DSA (V3.2): attention over min(ctx, top-k) keys; the indexer scores every cached key with
+  2 x index_heads x index_dim FLOPs in FP8.
+- V4 compressed attention: window + compressed keys (ratio 4: top-k of ctx/4 by the indexer;
+  ratio 128: all ctx/128), 512-d latent with K = V: 4 x heads x 512 FLOPs per attended key.
+- GQA: 4 x heads x head_dim per pair; KV reads 2 x kv_heads x head_dim per cached token.
+"""
+
+from __future__ import annotations
+
+from roofline.batch import StepBatch
+from roofline.catalog.schema import CompressedAttention, GQAAttention, MLAAttention
+from roofline.deployment import InstanceSpec
+from roofline.ops import ACT, Op, gemm_op
+from roofline.params import KV_BYTES, attention_layer_kinds, attention_params
+
+
+def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[Op]:
+    """Core attention, the indexer, and the attention projections (per GPU)."""
+    m, p, prec = inst.model, inst.parallel, inst.precision
+    a = m.attention
+    dp, tp = p.dp_attention, p.tp
+    heads = a.num_heads / tp
+    q_per_seq = 1 + b.draft_tokens
+    seqs, kv_sum = b.decode_seqs / dp, b.decode_kv_sum / dp
+    kv_mean = b.decode_kv_mean
+    t_dec, t_pre = b.decode_tokens / dp, b.prefill_tokens / dp
+    kvb = KV_BYTES[prec.kv_cache]
+    rate = "fp8" if prec.attention == "fp8" else "bf16"
+    ops: list[Op] = []
+    for ratio, n_layers in attention_layer_kinds(m).items():
+        n = n_layers * layer_scale
+        proj = attention_params(m, ratio)
+        w = proj.replicated + proj.sharded / tp
+        tokens = t_dec + t_pre
+        if tokens:
+            ops.append(gemm_op(inst, "attention.proj", "dense_gemm", tokens, w, inst.precision.dense, n, 5))
+        if isinstance(a, MLAAttention):
+            ops += _mla_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+            if proj.absorbed:  # W_UK / W_UV as BF16 batched GEMMs (decode) or kv_b (prefill)
+                ab = proj.absorbed / tp
+                if t_dec:
+                    ops.append(gemm_op(inst, "attention.absorb_bmm", "dense_gemm", t_dec, ab, "bf16", n, 2))
+                if t_pre:
+                    up = t_pre + b.prefix_sum() / dp
+                    ops.append(gemm_op(inst, "attention.kv_b_proj", "dense_gemm", up, ab, prec.dense, n))
+        elif isinstance(a, CompressedAttention):
+            ops += _compressed_ops(inst, b, n, ratio, heads, seqs, kv_mean, q_per_seq, kvb, rate)
+        else:
+            assert isinstance(a, GQAAttention)
+            ops += _gqa_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+    return ops
+
+
+def _mla_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    heads: float,
+    seqs: float,
+    kv_sum: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, MLAAttention)
+    dp = inst.parallel.dp_attention
+    lat, rope = a.kv_lora_rank, a.qk_rope_head_dim
+    ops: list[Op] = []
+    topk = a.indexer.topk if a.indexer else None
+    fam = "sparse_attn" if a.indexer else "mla_decode"
+    if seqs:
+        attended = seqs * min(kv_mean, topk) if topk else kv_sum
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                fam,
+                rate,
+                flops=attended * q * heads * 2 * (lat + rope + lat) * n,
+                bytes=attended * (lat + rope) * kvb * n,
+                launches=2 * n,
+                fmt=inst.precision.kv_cache,
+                calls=n,
+                rows=seqs,
+            )
+        )
+    if b.prefill_chunks:
+        qk, v = a.qk_nope_head_dim + rope, a.v_head_dim
+        pairs = b.causal_pairs(topk) / dp
+        toks = b.prefill_tokens / dp
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "sparse_prefill" if topk else "attn_prefill",
+                "bf16",
+                flops=pairs * heads * 2 * (qk + v) * n,
+                bytes=(toks + b.prefix_sum() / dp) * heads * (2 * qk + v) * ACT * n,
+                launches=2 * n,
+                fmt="bf16",
+                calls=n,
+                rows=toks,
+            )
+        )
+    if a.indexer:
+        ix = a.indexer
+        key_bytes = ix.head_dim * (1 + 4 / 128)
+        per_pair = ix.num_heads * ix.head_dim * 2 * n  # FLOPs per (query, key) scored
+        if seqs:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer",
+                    "fp8",
+                    flops=kv_sum * q * per_pair,
+                    bytes=kv_sum * key_bytes * n,
+                    launches=3 * n,
+                )
+            )
+        if b.prefill_chunks:
+            keys = (b.prefill_tokens + b.prefix_sum()) / dp
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer_prefill",
+                    "fp8",
+                    flops=b.causal_pairs() / dp * per_pair,
+                    bytes=keys * key_bytes * n,
+                    launches=3 * n,
+                )
+            )
+    return ops
+
+
+def _v4_attended(kv: float, ratio: int, window: int, topk: int) -> float:
+    compressed = 0.0 if ratio == 0 else kv / ratio
+    if ratio == 4:
+        compressed = min(compressed, topk)
+    return min(kv, window) + compressed
+
+
+def _compressed_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    ratio: int,
+    heads: float,
+    seqs: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, CompressedAttention)
+    dp, d = inst.parallel.dp_attention, a.head_dim
+    ix = a.indexer
+    ops: list[Op] = []
+    if seqs:
+        att = seqs * _v4_attended(kv_mean, ratio, a.sliding_window, ix.topk)
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                "sparse_attn",
+                rate,
+                flops=att * q * heads * 4 * d * n,
+                bytes=att * d * kvb * n,
+                launches=2 * n,
+            )
+        )
+    if b.prefill_chunks:
+        pairs = b.causal_pairs(a.sliding_window)
+        if ratio == 4:
+            pairs += b.causal_pairs(4 * ix.topk) / 4
+        elif ratio:
+            pairs += b.causal_pairs() / ratio
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "sparse_prefill",
+                "bf16",
+                flops=pairs / dp * heads * 4 * d * n,
+                bytes=b.prefill_tokens / dp * (heads + 1) * d * ACT * n,
+                launches=2 * n,
+            )
+        )
+    if ratio == 4:
+        per_pair = ix.num_heads * ix.head_dim * 2 * n
+        if seqs:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer",
+                    "fp8",
+                    flops=seqs * q * kv_mean / 4 * per_pair,
+                    bytes=seqs * kv_mean / 4 * ix.head_dim * kvb * n,
+                    launches=3 * n,
+                )
+            )
+        if b.prefill_chunks:
+            ops.append(
+                Op(
+                    "attention.indexer",
+                    "indexer",
+                    "indexer_prefill",
+                    "fp8",
+                    flops=b.causal_pairs() / 4 / dp * per_pair,
+                    bytes=b.prefill_tokens / dp / 4 * ix.head_dim * kvb * n,
+                    launches=3 * n,
+                )
+            )
+    return ops
+
+
+def _gqa_ops(
+    inst: InstanceSpec,
+    b: StepBatch,
+    n: float,
+    heads: float,
+    seqs: float,
+    kv_sum: float,
+    kv_mean: float,
+    q: int,
+    kvb: float,
+    rate: str,
+) -> list[Op]:
+    a = inst.model.attention
+    assert isinstance(a, GQAAttention)
+    dp, hd = inst.parallel.dp_attention, a.head_dim
+    kv_heads = max(1.0, a.num_kv_heads / inst.parallel.tp)
+    sliding = a.sliding_layers / inst.model.num_layers if a.sliding_window else 0.0
+    ops: list[Op] = []
+    if seqs:
+        win = a.sliding_window or kv_mean
+        kv_eff = (1 - sliding) * kv_sum + sliding * seqs * min(kv_mean, win)
+        ops.append(
+            Op(
+                "attention.decode",
+                "attention",
+                "gqa_decode",
+                rate,
+                flops=kv_eff * q * heads * 4 * hd * n,
+                bytes=kv_eff * kv_heads * 2 * hd * kvb * n,
+                launches=2 * n,
+            )
+        )
+    if b.prefill_chunks:
+        pairs = (1 - sliding) * b.causal_pairs() + sliding * b.causal_pairs(a.sliding_window)
+        toks = (b.prefill_tokens + b.prefix_sum()) / dp
+        ops.append(
+            Op(
+                "attention.prefill",
+                "attention",
+                "attn_prefill",
+                "bf16",
+                flops=pairs / dp * heads * 4 * hd * n,
+                bytes=toks * (heads + 2 * kv_heads) * hd * ACT * n,
+                launches=n,
+            )
+        )
+    return ops
