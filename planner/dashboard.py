@@ -25,6 +25,7 @@ from planner.estimator import Estimate, estimate
 from planner.explain import speed_of_light
 from planner.plan import Answer, describe
 from planner.plan_report import SLO_NAMES, answer_dict, rec_dict
+from planner.plan_report import pareto_figure as report_pareto_figure
 from planner.scenario import parse_scenario
 from planner.simulate import run_simulation
 from planner.verify import scenario_dict  # re-exported for app.py
@@ -33,7 +34,6 @@ from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
 from roofline.step import CATEGORIES, StepCost
 from simulator import SimConfig, TraceSpec
 
-COLORS = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}
 CATEGORY_COLORS = dict(
     zip(CATEGORIES, ("#4c78a8", "#9ecae9", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#b279a2"), strict=True)
 )
@@ -90,29 +90,8 @@ def closest_message(a: Answer) -> str | None:
 
 
 def pareto_figure(a: Answer) -> go.Figure:
-    fig = go.Figure()
-    for mode, front in a.fronts.items():
-        fig.add_trace(
-            go.Scatter(
-                x=[u for u, _, _ in front],
-                y=[g for _, g, _ in front],
-                mode="lines+markers",
-                name=mode,
-                text=[lab for _, _, lab in front],
-                line={"color": COLORS.get(mode)},
-                hovertemplate="%{text}<br>%{x:.1f} tok/s/user<br>%{y:,.0f} tok/s/GPU<extra></extra>",
-            )
-        )
-    tpot = a.question.slo.tpot_p90_ms
-    if tpot:
-        fig.add_vline(x=1000 / tpot, line_dash="dash", annotation_text=f"TPOT SLO {tpot:g} ms")
-    fig.update_layout(
-        xaxis_title="output tok/s per user",
-        yaxis_title="output tok/s per GPU",
-        height=420,
-        margin={"t": 30, "b": 40},
-        legend={"orientation": "h"},
-    )
+    fig = report_pareto_figure(a)
+    fig.update_layout(height=420, margin={"t": 30, "b": 40}, legend={"orientation": "h"})
     return fig
 
 

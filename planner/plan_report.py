@@ -154,10 +154,13 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
             con.print(cmd, markup=False, highlight=False)
 
 
-def write_chart(a: Answer, path: Path) -> None:
-    """Pareto fronts of both modes, with the TPOT target as a vertical line (plotly HTML)."""
+MODE_COLORS = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}
+
+
+def pareto_figure(a: Answer) -> go.Figure:
+    """Pareto fronts of both modes (output tok/s per GPU vs per user), with the TPOT target as a
+    vertical line; hover shows the deployment."""
     fig = go.Figure()
-    colors = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}
     for mode, front in a.fronts.items():
         fig.add_trace(
             go.Scatter(
@@ -166,18 +169,21 @@ def write_chart(a: Answer, path: Path) -> None:
                 mode="lines+markers",
                 name=mode,
                 text=[lab for _, _, lab in front],
-                line={"color": colors.get(mode)},
-                hovertemplate="%{text}<br>%{x:.1f} tok/s/user<br>%{y:.0f} tok/s/GPU",
+                line={"color": MODE_COLORS.get(mode)},
+                hovertemplate="%{text}<br>%{x:.1f} tok/s/user<br>%{y:,.0f} tok/s/GPU<extra></extra>",
             )
         )
     tpot = a.question.slo.tpot_p90_ms
     if tpot:
         fig.add_vline(x=1000 / tpot, line_dash="dash", annotation_text=f"TPOT SLO {tpot:g} ms")
-    fig.update_layout(
-        title=f"{a.question.model} on {a.question.hardware}: throughput vs interactivity",
-        xaxis_title="output tok/s per user",
-        yaxis_title="output tok/s per GPU",
-    )
+    fig.update_layout(xaxis_title="output tok/s per user", yaxis_title="output tok/s per GPU")
+    return fig
+
+
+def write_chart(a: Answer, path: Path) -> None:
+    """The Pareto figure as a standalone plotly HTML page, written atomically."""
+    fig = pareto_figure(a)
+    fig.update_layout(title=f"{a.question.model} on {a.question.hardware}: throughput vs interactivity")
     tmp = path.with_name(path.name + ".part")
     fig.write_html(str(tmp), include_plotlyjs=True)
     tmp.replace(path)
