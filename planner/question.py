@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from planner.scenario import ScenarioError, format_validation_error, load_yaml
+from planner.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
 
@@ -80,12 +80,7 @@ interactive SLO (p90 TTFT 2 s, p90 TPOT 50 ms = 20 tok/s per user); best through
 
 
 def parse_question(data: object, where: str = "question") -> Question:
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{where}: expected a mapping of question fields")
-    try:
-        return Question.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(format_validation_error(exc, where)) from exc
+    return parse_as(Question, data, where, "question")
 
 
 def load_question(path: str | Path) -> Question:

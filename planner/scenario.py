@@ -9,10 +9,10 @@ into `ScenarioError` messages that name the field.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from roofline.catalog.schema import StrictModel
 from roofline.errors import PlannerError
@@ -23,6 +23,8 @@ Engine = Literal["sglang", "trtllm", "vllm", "other"]
 Phase = Literal["prefill", "decode", "end-to-end"]
 WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ScenarioError(PlannerError):
@@ -140,13 +142,18 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
     return "; ".join(parts)
 
 
-def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
+def parse_as(model: type[M], data: Any, where: str, what: str) -> M:
+    """Validate a mapping as `model`; bad input is a ScenarioError naming each field."""
     if not isinstance(data, dict):
-        raise ScenarioError(f"{where}: expected a mapping of scenario fields")
+        raise ScenarioError(f"{where}: expected a mapping of {what} fields")
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(format_validation_error(exc, where)) from exc
+
+
+def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
+    return parse_as(Scenario, data, where, "scenario")
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from planner.defaults import Resolved, resolve
 from planner.estimator import Estimate, estimate, max_users_at_slo
-from planner.scenario import Scenario, ScenarioError, format_validation_error, load_yaml
+from planner.scenario import Scenario, ScenarioError, load_yaml, parse_as
 from planner.simulate import run_simulation
 from roofline.errors import PlannerError
 from simulator import SimConfig
@@ -89,12 +89,7 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     published = raw.get("value") if isinstance(raw, dict) else None
     tol = raw.get("tolerance", 0.15) if isinstance(raw, dict) else 0.15
     try:
-        if not isinstance(raw, dict):
-            raise ScenarioError("anchor must be a mapping")
-        try:
-            a = Anchor.model_validate(raw)
-        except ValidationError as exc:
-            raise ScenarioError(format_validation_error(exc, f"anchor {aid}")) from exc
+        a = parse_as(Anchor, raw, f"anchor {aid}", "anchor")
         res = resolve(a, base_dir)
         method = "estimate"
         if a.metric == "max_users_at_slo":
