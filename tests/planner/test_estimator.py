@@ -7,6 +7,7 @@ import pytest
 from planner.defaults import resolve
 from planner.estimator import estimate, max_users_at_slo
 from planner.scenario import parse_scenario
+from tests.simulator.helpers import DISAGG_GB200
 
 AGG = {
     "model": "deepseek-v3",
@@ -14,16 +15,7 @@ AGG = {
     "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
     "workload": {"isl": 2000, "osl": 500, "concurrency": 8},
 }
-DISAGG = {
-    "model": "deepseek-v3",
-    "hardware": "gb200-nvl72",
-    "deployment": {
-        "prefill": {"instances": 2, "gpus_per_instance": 4, "dp_attention": 4, "ep": 4},
-        "decode": {"gpus_per_instance": 16, "dp_attention": 16, "ep": 16},
-    },
-    "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
-    "workload": {"isl": 2000, "osl": 1000, "concurrency": 256},
-}
+DISAGG = {**DISAGG_GB200, "workload": {"isl": 2000, "osl": 1000, "concurrency": 256}}
 
 
 def _res(d, **kw):
