@@ -34,7 +34,7 @@ class StepTimer:
         self.calls = 0
         ep = inst.parallel.ep
         self.noise = noise and ep > 1 and inst.runtime.ep_imbalance is None and inst.model.moe is not None
-        self._decode: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+        self._decode: dict[tuple[int, int, int], tuple[float, float, float, float]] = {}
         self._mixed: dict[tuple[int, int, int, int, int], float] = {}
         self._a = math.sqrt(2 * math.log(ep)) if ep > 1 else 0.0
         self._k = inst.model.moe.top_k if inst.model.moe else 0
@@ -52,13 +52,13 @@ class StepTimer:
         if hit is None:
             t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
             pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep
-            hit = (t, moe, pairs)
+            hit = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
             self._decode[key] = hit
-        t, moe, pairs = hit
+        t, moe, sqrt_pairs, expected = hit
         if self.noise and moe > 0:
             z = self._a + self.rng.gumbel() / self._a
-            drawn = 1.15 * (1 + max(z, 0.0) / math.sqrt(max(pairs, 1.0)))
-            t += moe * (drawn / expected_imbalance(self.inst, pairs) - 1)
+            drawn = 1.15 * (1 + max(z, 0.0) / sqrt_pairs)
+            t += moe * (drawn / expected - 1)
         return t
 
     def prefill(self, chunks: list[tuple[int, int]]) -> float:
