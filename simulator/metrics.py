@@ -74,12 +74,13 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     span = max(t1 - t0, 1e-12)
     lat = latencies(res)
     m = measured_mask(res)
-    out = res.extra["out_tokens"]
-    in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)
-    first = ((t.first_token >= t0) & (t.first_token <= t1)).sum()
-    out_tok_s = (out[in_win, 1].sum() + first) / span
     if res.extra.get("warmup_by") == "completion" and m.any():  # the kept requests' tokens over their span
         out_tok_s = float(t.osl[m].sum() / (np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m])))
+    else:  # tokens generated inside the window (first tokens included) over its length
+        out = res.extra["out_tokens"]
+        in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)
+        first = ((t.first_token >= t0) & (t.first_token <= t1)).sum()
+        out_tok_s = (out[in_win, 1].sum() + first) / span
     steps = res.steps
     step_in = (steps[:, 0] >= t0) & (steps[:, 0] <= t1) if len(steps) else np.zeros(0, dtype=bool)
     in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0
