@@ -18,6 +18,7 @@ from torch.profiler import ProfilerActivity, profile
 from runtime.engine.model import Model
 from runtime.engine.profile import _family
 from runtime.engine.serve import Engine, Req
+from runtime.sweep import provenance
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -25,7 +26,7 @@ BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 def main() -> None:
     torch.manual_seed(0)
     eng = Engine(Model(), pages=4096)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, object] = {"provenance": provenance()}
     for b in (1, 8, 64):
         reqs = [Req(i, 512, 1000, 0.0, pages=[eng.free.popleft() for _ in range(10)]) for i in range(b)]
         for i in range(0, b, 16):
@@ -55,7 +56,7 @@ def main() -> None:
                 fam["count"] += ev.count
         fam["gap_us_per_kernel"] = 1e3 * (fam["replay_ms"] - fam["kernels_ms"]) / fam["count"]
         out[str(b)] = {k: round(v, 4) for k, v in fam.items()}
-        print(b, out[str(b)], flush=True)
+        print(b, fam, flush=True)
         Path(sys.argv[1]).write_text(json.dumps(out, indent=1))
         eng.free.extend(p for r in reqs for p in r.pages)
 

@@ -19,6 +19,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from runtime.engine.model import Model
 from runtime.engine.serve import PAGE, Engine, Req
+from runtime.sweep import provenance
 
 
 def kernels(fn) -> int:  # type: ignore[no-untyped-def]
@@ -128,7 +129,7 @@ def per_layer_times() -> dict[str, object]:
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[2] == "--times":
-        result = {"prefill_ms": per_layer_times()}
+        result = {"prefill_ms": per_layer_times(), "provenance": provenance()}
         print(json.dumps(result, indent=1))
         Path(sys.argv[1]).write_text(json.dumps(result, indent=1))
         return
@@ -136,6 +137,7 @@ def main() -> None:
     moe = two_moe["decode"] - one_moe["decode"]
     outside = one_moe["decode"] - moe
     result = {
+        "provenance": provenance(),
         "decode_kernels_moe_layer": moe,
         "decode_kernels_dense_layer": one_dense["decode"] - outside,
         "decode_kernels_outside_layers": outside,

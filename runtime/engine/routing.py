@@ -17,6 +17,7 @@ import torch
 from runtime.engine.model import EXPERTS, Layer, Model
 from runtime.engine.serve import Engine, Req
 from runtime.ops.moe import rmsnorm
+from runtime.sweep import provenance
 
 HITS: list[int] = []
 _ffn = Layer.ffn
@@ -33,7 +34,7 @@ def _counting_ffn(self: Layer, x: torch.Tensor) -> torch.Tensor:
 def main() -> None:
     torch.manual_seed(0)
     eng = Engine(Model(layers=8, dense_layers=3), pages=8192)
-    out = {}
+    out: dict[str, object] = {"provenance": provenance()}
     for b in (1, 8, 64, 256):
         reqs = [Req(i, 512, 1000, 0.0, pages=[eng.free.popleft() for _ in range(10)]) for i in range(b)]
         for i in range(0, b, 16):
