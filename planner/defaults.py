@@ -112,9 +112,9 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
         acc = mtp_acceptance(3)
         note.append(f"mtp: engine default for trtllm min-latency (3 draft tokens, {acc:.2f} accepted)")
         return MTPConfig(draft_tokens=3, accepted_tokens=acc)
-    given = s.mtp.accepted_tokens
-    acc = mtp_acceptance(s.mtp.draft_tokens) if given == "unknown" else float(given)
-    if given == "unknown":
+    given = s.mtp.accepted
+    acc = mtp_acceptance(s.mtp.draft_tokens) if given is None else given
+    if given is None:
         note.append(f"mtp.accepted_tokens: {acc:.2f} (DeepSeek-V3 report acceptance, see mtp_acceptance)")
     return MTPConfig(draft_tokens=s.mtp.draft_tokens, accepted_tokens=float(acc))
 

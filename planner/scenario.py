@@ -76,8 +76,36 @@ class PrecisionSpec(StrictModel):
 
 
 class MTPSpec(StrictModel):
+    """Speculative decoding with the model's MTP module. Sources state acceptance two ways:
+    `accepted_tokens` is the mean number of accepted DRAFT tokens per step (a step emits
+    1 + accepted_tokens); `acceptance_length` is the mean tokens emitted per step, the verified
+    token included (acceptance_length = 1 + accepted_tokens). Give at most one of them."""
+
     draft_tokens: int = Field(gt=0, le=8)
-    accepted_tokens: float | Unknown = "unknown"
+    accepted_tokens: float | Unknown = Field(default="unknown", ge=0)
+    acceptance_length: float | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> MTPSpec:
+        if self.acceptance_length is not None:
+            if self.accepted_tokens != "unknown":
+                raise ValueError("give accepted_tokens (drafts accepted per step) or acceptance_length "
+                                 "(tokens per step, verified token included), not both")
+            if self.acceptance_length > self.draft_tokens + 1:
+                raise ValueError(f"acceptance_length {self.acceptance_length:g} exceeds draft_tokens + 1 = "
+                                 f"{self.draft_tokens + 1}")
+        elif self.accepted_tokens != "unknown" and self.accepted_tokens > self.draft_tokens:
+            raise ValueError(f"accepted_tokens {self.accepted_tokens:g} exceeds draft_tokens {self.draft_tokens} "
+                             "(accepted_tokens counts accepted drafts; a published 'acceptance length' "
+                             "goes in acceptance_length)")
+        return self
+
+    @property
+    def accepted(self) -> float | None:
+        """Accepted drafts per step, whichever convention was given; None when unknown."""
+        if self.acceptance_length is not None:
+            return self.acceptance_length - 1.0
+        return None if self.accepted_tokens == "unknown" else float(self.accepted_tokens)
 
 
 class WorkloadSpec(StrictModel):

@@ -47,6 +47,11 @@ class Anchor(Scenario):
     unit: str = ""
     tolerance: float = Field(default=0.15, gt=0)
     notes: str = ""
+    # provenance of published anchors (validation/public/): where and when, the words quoted
+    url: str = ""
+    date: str = ""
+    quote: str = ""
+    derived: bool = False  # the value was computed from quoted numbers (the derivation is in notes)
 
 
 @dataclass(slots=True)
