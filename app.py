@@ -14,7 +14,7 @@ import streamlit as st
 
 from planner import dashboard as dash
 from planner.plan import plan
-from planner.question import DEFAULT_QUESTION, parse_question
+from planner.question import DEFAULT_QUESTION, build_question
 from roofline.catalog import hardware_ids, model_ids
 from roofline.errors import PlannerError
 
@@ -32,7 +32,7 @@ def code_fingerprint() -> str:
 # fingerprint of the planner's code and calibration data, so an upgrade never serves a stale answer.
 @st.cache_data(show_spinner="planning...", persist="disk", max_entries=32)
 def answer_for(question_json: str, fingerprint: str):  # type: ignore[no-untyped-def]
-    return plan(parse_question(json.loads(question_json)), workers=1)
+    return plan(build_question(json.loads(question_json)), workers=1)
 
 
 @st.cache_data(max_entries=256)
@@ -120,10 +120,10 @@ def plan_page(q: dict) -> None:
     left, right = st.columns(2)
     i = labels.index(left.selectbox("deployment", labels))
     j = labels.index(right.selectbox("compare with", labels, index=min(1, len(labels) - 1)))
-    base = dash.scenario_dict(a.question, a.recommendations[i].cand, a.recommendations[i].point)
+    base = dash.scenario_of(a, i)
     w = what_if_panel("a")
     changed = dash.apply_what_if(base, w)
-    other = dash.scenario_dict(a.question, a.recommendations[j].cand, a.recommendations[j].point)
+    other = dash.scenario_of(a, j)
     b0, b2 = (breakdown_for(json.dumps(s, sort_keys=True)) for s in (base, other))
     try:
         b1 = breakdown_for(json.dumps(changed, sort_keys=True))
@@ -168,7 +168,7 @@ def validation_page() -> None:
 page = st.sidebar.radio("page", ["Plan", "Validation"])
 try:
     question = question_panel()
-    parse_question(question)  # bad input becomes a message, not a traceback
+    build_question(question)  # bad input becomes a message, not a traceback
     plan_page(question) if page == "Plan" else validation_page()
 except PlannerError as exc:
     st.error(str(exc))

@@ -12,7 +12,7 @@ import platform
 import time
 from pathlib import Path
 
-from planner.plan import describe, plan
+from planner.plan import plan
 from planner.question import DEFAULT_QUESTION, SLO, Question
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +47,8 @@ def main() -> None:
             "scored": a.scored,
             "pruned": sum(a.pruned.values()),
             "simulated": a.simulated,
-            "best": describe(best.cand, best.point),
-            "tok_s_per_gpu": best.point.out_tok_s_per_gpu,
+            "best": best.deployment.describe(),
+            "tok_s_per_gpu": best.metrics.output_tok_s_per_gpu,
             "cores": os.cpu_count(),
         }
         rows.append(row)

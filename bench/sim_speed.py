@@ -65,7 +65,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         res = resolve(parse_scenario(scenario(rate, n)))
-        cfg = res.scenario.simulation or SimConfig()
+        cfg = res.simulation or SimConfig()
         t = time.process_time()
         result, summary = run_simulation(res, cfg)
         cpu = time.process_time() - t

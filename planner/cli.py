@@ -24,7 +24,7 @@ from planner.estimator import estimate as run_estimate
 from planner.explain import explain as run_explain
 from planner.plan import plan as run_plan
 from planner.plan_report import answer_dict, print_answer, write_chart
-from planner.question import DEFAULT_QUESTION, load_question, parse_question
+from planner.question import build_question, load_question
 from planner.report import (
     estimate_dict,
     explanation_dict,
@@ -254,8 +254,9 @@ def plan(
     chart: Annotated[Path | None, typer.Option(help="write the Pareto chart as HTML")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Recommend deployments for a question. With no arguments: DeepSeek-V3 on a GB200 NVL72 rack,
-    2k/1k tokens, p90 TTFT <= 2 s and TPOT <= 50 ms, best throughput per GPU."""
+    """Recommend deployments for a question. Fields not given keep the documented default question:
+    DeepSeek-V3 on a GB200 NVL72 rack (at most 72 GPUs), 2k/1k tokens, p90 TTFT <= 2 s and TPOT <= 50 ms,
+    best throughput per GPU, SGLang."""
     fields = {
         "model": model,
         "hardware": hardware,
@@ -270,21 +271,11 @@ def plan(
         "engine": engine,
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
-    base = load_question(question).model_dump() if question else DEFAULT_QUESTION.model_dump()
-    given = {k: v for k, v in fields.items() if v is not None}
-    if given and not question and (model or hardware):
-        base = {"model": base["model"], "hardware": base["hardware"], "max_gpus": base["max_gpus"]}
-    if gpus is not None:
-        base.pop("max_gpus", None)
-    if max_gpus is not None:
-        base.pop("gpus", None)
-    base.update(given)
-    if any(v is not None for v in slo.values()):
-        base["slo"] = {k: v for k, v in slo.items() if v is not None}
+    sim = None
     if workload is not None:
         data = load_yaml(workload)
-        base["simulation"] = data.get("simulation", data) if isinstance(data, dict) else data
-    q = parse_question(base)
+        sim = data.get("simulation", data) if isinstance(data, dict) else data
+    q = build_question(fields, slo, load_question(question) if question else None, sim)
     if as_json:
         ans = run_plan(q, workers, ray)
         print(json.dumps(answer_dict(ans), indent=2, default=str))

@@ -20,15 +20,16 @@ import numpy as np
 import plotly.graph_objects as go
 import yaml
 
-from planner.defaults import resolve
-from planner.estimator import Estimate, estimate
+from planner.defaults import resolve, to_scenario
+from planner.estimator import estimate
 from planner.explain import speed_of_light
-from planner.plan import Answer, describe
-from planner.plan_report import SLO_NAMES, answer_dict, rec_dict
+from planner.metrics import Metrics
+from planner.plan import Answer
+from planner.plan_report import SLO_NAMES, answer_dict, csv_text, table_rows
 from planner.plan_report import pareto_figure as report_pareto_figure
 from planner.scenario import parse_scenario
 from planner.simulate import run_simulation
-from planner.verify import scenario_dict  # re-exported for app.py
+from planner.verify import as_resolved
 from roofline.errors import PlannerError
 from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
 from roofline.step import CATEGORIES, StepCost
@@ -51,31 +52,13 @@ def code_fingerprint() -> str:
 
 
 def recommendations_table(a: Answer) -> list[dict[str, Any]]:
-    rows = []
-    for i, r in enumerate(a.recommendations, 1):
-        d = rec_dict(a, r)
-        sim = d["simulated_p90"] or {}
-        rows.append(
-            {
-                "#": i,
-                "deployment": d["deployment"],
-                "GPUs": d["gpus"],
-                "precision (attn/KV/experts)": "/".join(
-                    (r.cand.precision.attention, r.cand.precision.kv_cache, r.cand.precision.moe)
-                ),
-                "MTP": "yes" if r.cand.mtp else "no",
-                "batch/instance": d["batch_per_instance"],
-                "TTFT p90 ms": round(sim.get("ttft_ms") or d["estimate"]["ttft_ms"], 1),
-                "TPOT p90 ms": round(sim.get("tpot_ms") or d["estimate"]["tpot_ms"], 2),
-                "tok/s/GPU": round(d["estimate"]["output_tok_s_per_gpu"], 1),
-                "tok/s/user": round(d["estimate"]["output_tok_s_per_user"], 1),
-                "headroom": " ".join(f"{k} {v:+.0%}" for k, v in d["headroom"].items()),
-                "bottleneck": d["bottleneck"],
-                "$/Mtok": round(d["usd_per_million_output_tokens"], 3),
-                "simulated": "meets" if sim.get("meets_slo") else ("misses" if sim else "-"),
-            }
-        )
-    return rows
+    """The recommendation records as rows: the same rows the CLI's table and CSV show."""
+    return table_rows(a)
+
+
+def scenario_of(a: Answer, index: int) -> dict[str, Any]:
+    """Recommendation `index` with the question's traffic, as a scenario mapping."""
+    return to_scenario(as_resolved(a.question, a.recommendations[index].point))
 
 
 def closest_message(a: Answer) -> str | None:
@@ -84,7 +67,7 @@ def closest_message(a: Answer) -> str | None:
     r = a.recommendations[0]
     binding = SLO_NAMES.get(r.binding, r.binding)
     return (
-        f"No deployment meets the SLO. Closest configuration: {describe(r.cand, r.point)} "
+        f"No deployment meets the SLO. Closest configuration: {r.deployment.describe()} "
         f"({r.cand.precision_label}); the binding constraint is {binding}."
     )
 
@@ -137,7 +120,7 @@ def apply_what_if(scn: dict[str, Any], w: WhatIf) -> dict[str, Any]:
 
 def tensor_core_overrides(scn: dict[str, Any]) -> dict[str, str]:
     res = resolve(parse_scenario(scn))
-    hw, moe = res.hardware, res.pools[next(iter(res.pools))].instance.precision.moe
+    hw, moe = res.hardware, res.deployment.pools[0].instance.precision.moe
     out = {}
     for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", moe)):
         name = select(hw.arch, family, fmt).name
@@ -148,7 +131,7 @@ def tensor_core_overrides(scn: dict[str, Any]) -> dict[str, str]:
 
 @dataclass(slots=True)
 class Breakdown:
-    estimate: Estimate
+    estimate: Metrics
     decode_ms: dict[str, float]
     prefill_ms: dict[str, float]
     decode_limit_ms: float
@@ -165,13 +148,13 @@ def breakdown(scn: dict[str, Any]) -> Breakdown:
     """Estimate a deployment and split its steps by category (milliseconds)."""
     res = resolve(parse_scenario(scn))
     e = estimate(res)
-    dec_pool = res.pools.get("decode") or res.pools.get("aggregated")
-    pre_pool = res.pools.get("prefill") or res.pools.get("aggregated")
+    dec_pool = res.deployment.first("decode") or res.deployment.first("aggregated")
+    pre_pool = res.deployment.first("prefill") or res.deployment.first("aggregated")
     dl = speed_of_light(e.decode_step, dec_pool.instance) * 1e3 if e.decode_step and dec_pool else 0.0
     pl = speed_of_light(e.prefill_step, pre_pool.instance) * 1e3 if e.prefill_step and pre_pool else 0.0
     metrics = {
-        "TTFT ms": e.ttft_s * 1e3,
-        "TPOT ms": e.tpot_s * 1e3,
+        "TTFT ms (estimate, mean)": e.ttft_s * 1e3,
+        "TPOT ms (estimate, mean)": e.tpot_s * 1e3,
         "tok/s/GPU": e.output_tok_s_per_gpu,
         "tok/s/user": e.output_tok_s_per_user,
         "GPUs": float(e.gpus),
@@ -291,16 +274,12 @@ def trace_from_upload(data: bytes, filename: str, time_scale: float = 1.0) -> Tr
 
 
 def downloads(a: Answer, index: int) -> dict[str, str]:
-    r = a.recommendations[index]
     launch = answer_dict(a, launch_top=index + 1)["recommendations"][index].get("launch", {})
-    rows = recommendations_table(a)
-    header = list(rows[0]) if rows else []
-    csv_lines = [",".join(header)] + [",".join(str(row[h]).replace(",", ";") for h in header) for row in rows]
     return {
-        "scenario.yaml": yaml.safe_dump(scenario_dict(a.question, r.cand, r.point), sort_keys=False),
+        "scenario.yaml": yaml.safe_dump(scenario_of(a, index), sort_keys=False),
         "launch.txt": "\n\n".join(f"# {k}\n{v}" for k, v in launch.items()),
         "results.json": json.dumps(answer_dict(a), indent=2, default=str),
-        "results.csv": "\n".join(csv_lines) + "\n",
+        "results.csv": csv_text(a),
     }
 
 

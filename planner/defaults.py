@@ -1,24 +1,27 @@
-"""Engine defaults for what a scenario leaves `unknown`, and the resolution of a scenario into
-step-cost instances. Every default used is appended to `Resolved.assumed` with its reason, so
-outputs can say what they assumed.
+"""Resolution of a scenario into a `Deployment` with its traffic: what the scenario leaves
+`unknown` comes from the checkpoint (precision), the engine profile (runtime options, MTP; see
+`planner.engines`) or the 1k/1k benchmark default (lengths). Every default used is appended to
+`Resolved.assumed` with its reason, so outputs can say what they assumed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from planner.scenario import PoolSpec, Scenario, ScenarioError, format_validation_error
+from planner.deployment import ROLES, Deployment, Pool, make_pool
+from planner.engines import mtp_default_drafts, runtime_options
+from planner.scenario import Scenario, ScenarioError, SLOSpec, format_validation_error
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
-from roofline.deployment import InstanceSpec, MTPConfig, Parallelism, RuntimeOptions
+from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
+from simulator.config import SimConfig
 
 DEFAULT_ISL = DEFAULT_OSL = 1024  # the 1k/1k point SGLang, TRT-LLM and InferenceMAX publish first
-MEM_FRACTION = {"sglang": 0.85, "trtllm": 0.90, "vllm": 0.90, "other": 0.85}
-PREFILL_TOKENS_PER_RANK = 16384  # SGLang chunked-prefill size on >=80 GB GPUs, per attention-DP rank
 
 
 def mtp_acceptance(draft_tokens: int) -> float:
@@ -33,31 +36,42 @@ def mtp_acceptance(draft_tokens: int) -> float:
     return total
 
 
-@dataclass(frozen=True, slots=True)
-class Pool:
-    role: str  # prefill | decode | aggregated
-    spec: PoolSpec
-    instance: InstanceSpec
-
-
 @dataclass(slots=True)
 class Resolved:
-    scenario: Scenario
-    model: ModelSpec
-    hardware: HardwareSpec
-    pools: dict[str, Pool]
+    """A scenario made concrete: the deployment, its traffic, and what was assumed."""
+
+    deployment: Deployment
     isl: int
     osl: int
     kv_len: float
     concurrency: float | None  # total over the deployment (or over the phase's pool)
     request_rate: float | None
-    max_prefill_tokens: int
     assumed: list[str] = field(default_factory=list)
-    all_pools: list[Pool] = field(default_factory=list)  # every pool, several per role allowed
+    phase: str = "end-to-end"
+    slo: SLOSpec | None = None
+    simulation: SimConfig | None = None
+    name: str = "scenario"
+    model_ref: str = ""  # how the scenario named the model: a catalog id or a config.json path
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.deployment.model
+
+    @property
+    def hardware(self) -> HardwareSpec:
+        return self.deployment.hardware
 
     @property
     def gpus(self) -> int:
-        return sum(p.spec.gpus for p in (self.all_pools or self.pools.values()))
+        return self.deployment.gpus
+
+    def pool(self, *roles: str) -> Pool:
+        """The first pool of the first role present (e.g. pool("decode", "aggregated"))."""
+        for role in roles:
+            p = self.deployment.first(role)
+            if p is not None:
+                return p
+        raise ScenarioError(f"deployment: needs a {' or '.join(roles)} pool for this phase")
 
 
 def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
@@ -106,12 +120,13 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
     if s.mtp is None:
         return None
     if s.mtp == "unknown":
-        if s.engine != "trtllm" or not m.mtp_layers:
-            note.append(f"mtp: off ({s.engine} does not enable speculative decoding by default)")
+        drafts, source = mtp_default_drafts(s.engine)
+        if not drafts or not m.mtp_layers:
+            note.append(f"mtp: off ({source})")
             return None
-        acc = mtp_acceptance(3)
-        note.append(f"mtp: engine default for trtllm min-latency (3 draft tokens, {acc:.2f} accepted)")
-        return MTPConfig(draft_tokens=3, accepted_tokens=acc)
+        acc = mtp_acceptance(drafts)
+        note.append(f"mtp: {drafts} draft tokens, {acc:.2f} accepted ({source})")
+        return MTPConfig(draft_tokens=drafts, accepted_tokens=acc)
     given = s.mtp.accepted
     acc = mtp_acceptance(s.mtp.draft_tokens) if given is None else given
     if given is None:
@@ -119,86 +134,53 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
     return MTPConfig(draft_tokens=s.mtp.draft_tokens, accepted_tokens=float(acc))
 
 
-def _runtime(s: Scenario, hw: HardwareSpec, pool: PoolSpec, note: list[str]) -> RuntimeOptions:
-    r = s.runtime
-    wide_ep = pool.ep > 1 and pool.dp_attention > 1
-    graphs = r.cuda_graphs
-    if graphs == "unknown":
-        graphs = not (s.engine == "sglang" and hw.arch == "sm_120")
-        if not graphs:
-            note.append(
-                "runtime.cuda_graphs: off (seed 003: SGLang's sm_120 deployment ran without "
-                "effective CUDA graphs until they were added by hand)"
-            )
-    overlap = r.comm_overlap
-    if overlap == "unknown":
-        overlap = 0.5 if wide_ep and s.engine in ("sglang", "trtllm") else 0.0
-        if overlap:
-            note.append(
-                "runtime.comm_overlap: 0.5 (two-batch overlap; SGLang large-EP blog: TBO adds 27-35% "
-                "to prefill throughput)"
-            )
-    redundant = r.redundant_experts
-    if redundant == "unknown":
-        redundant = 32 if wide_ep and pool.ep > 8 and s.engine == "sglang" else 0
-        if redundant:
-            note.append("runtime.redundant_experts: 32 (SGLang large-scale EP recipe, EPLB)")
-    frac = r.mem_fraction if r.mem_fraction != "unknown" else MEM_FRACTION[s.engine]
-    trt = s.engine == "trtllm"
-    offload = r.offload
-    if offload is None:  # only SGLang implements host offload with prefetch (seed 000)
-        offload = None if s.engine == "sglang" else False
-    return RuntimeOptions(
-        cuda_graphs=graphs,
-        comm_overlap=float(overlap),
-        ep_imbalance=r.ep_imbalance,
-        redundant_experts=int(redundant),
-        mem_fraction=float(frac),
-        offload=offload,
-        kernel_overrides=dict(r.kernel_overrides),
-        kv_from_free_memory=trt,
-        **{
-            k: v
-            for k, v in (
-                ("elementwise_launches_per_layer", r.elementwise_launches_per_layer),
-                ("step_overhead_us", r.step_overhead_us),
-                ("elementwise_bytes_per_token_layer", r.elementwise_bytes_per_token_layer),
-            )
-            if v is not None
-        },
-        pdl=trt,
-    )
+STATED_RUNTIME = (
+    "cuda_graphs",
+    "comm_overlap",
+    "redundant_experts",
+    "mem_fraction",
+    "max_prefill_tokens",
+    "ep_imbalance",
+    "offload",
+    "kernel_overrides",
+    "elementwise_launches_per_layer",
+    "elementwise_bytes_per_token_layer",
+    "step_overhead_us",
+)
+
+
+def stated_runtime(s: Scenario) -> dict[str, object]:
+    """The scenario's known `runtime:` fields under RuntimeOptions names (unknown ones left out,
+    so the engine profile decides them)."""
+    out: dict[str, object] = {}
+    for name in STATED_RUNTIME:
+        v = getattr(s.runtime, name)
+        if v == "unknown" or v is None or (name == "kernel_overrides" and not v):
+            continue
+        out["prefill_tokens_per_rank" if name == "max_prefill_tokens" else name] = v
+    return out
 
 
 def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
-    """Fill unknowns with engine defaults and build one InstanceSpec per pool."""
+    """Fill unknowns with engine defaults and build the deployment."""
     m = get_model(s.model, base_dir)
     hw = get_hardware(s.hardware)
     note: list[str] = []
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
-    pools: dict[str, Pool] = {}
-    every: list[Pool] = []
-    for role, spec in ((r, p) for r in ("prefill", "decode", "aggregated") for p in s.deployment.groups(r)):
+    stated = stated_runtime(s)
+    pools: list[Pool] = []
+    for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:
             par = Parallelism(
                 gpus=spec.gpus_per_instance, tp=spec.tp, dp_attention=spec.dp_attention, ep=spec.ep, pp=spec.pp
             )
-            inst = InstanceSpec(
-                model=m,
-                hardware=hw,
-                parallel=par,
-                precision=prec,
-                runtime=_runtime(s, hw, spec, note),
-                mtp=mtp if role != "prefill" else None,
-            )
+            pools.append(make_pool(s.engine, role, spec.instances, par, m, hw, prec, mtp, stated, note))
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
-        every.append(Pool(role, spec, inst))
-        if role in pools:
+        if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
             note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
-        else:
-            pools[role] = every[-1]
+    dep = Deployment(s.engine, tuple(pools))
     w = s.workload
     isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
@@ -207,27 +189,68 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else isl + osl / 2
     conc: float | None = None
     if isinstance(w.concurrency, int):
-        phase_pool = pools.get("decode") if s.phase == "decode" else None
-        phase_pool = phase_pool or pools.get("prefill" if s.phase == "prefill" else "aggregated")
-        scope_gpus = phase_pool.spec.gpus if phase_pool else sum(p.spec.gpus for p in pools.values())
-        scope_inst = phase_pool.spec.instances if phase_pool else 1
-        conc = (
-            float(w.concurrency) * {"per_gpu": scope_gpus, "per_instance": scope_inst, "total": 1}[w.concurrency_scope]
-        )
-    max_prefill = s.runtime.max_prefill_tokens
-    if max_prefill == "unknown":
-        max_prefill = PREFILL_TOKENS_PER_RANK
-    return Resolved(
-        s,
-        m,
-        hw,
-        pools,
-        int(isl),
-        int(osl),
-        kv_len,
-        conc,
-        w.request_rate,
-        int(max_prefill),
-        list(dict.fromkeys(note)),
-        every,
-    )
+        phase_pool = dep.first("decode") if s.phase == "decode" else None
+        phase_pool = phase_pool or dep.first("prefill" if s.phase == "prefill" else "aggregated")
+        scope_gpus = phase_pool.gpus if phase_pool else dep.gpus
+        scope_inst = phase_pool.instances if phase_pool else 1
+        scale = {"per_gpu": scope_gpus, "per_instance": scope_inst, "total": 1}[w.concurrency_scope]
+        conc = float(w.concurrency) * scale
+    assumed = list(dict.fromkeys(note))
+    traffic = (int(isl), int(osl), kv_len, conc, w.request_rate)
+    ref = s.model
+    if base_dir is not None and (base_dir / ref).is_file():
+        ref = str((base_dir / ref).resolve())
+    return Resolved(dep, *traffic, assumed, s.phase, s.slo, s.simulation, s.name, ref)
+
+
+def to_scenario(res: Resolved) -> dict[str, Any]:
+    """The resolved deployment and traffic as a scenario mapping (YAML-ready): what a download,
+    a launch recipe or `planner simulate` takes. `resolve(parse_scenario(to_scenario(r)))` gives
+    the same deployment: runtime options the engine profile decides are not written out."""
+    dep = res.deployment
+    pools: dict[str, Any] = {}
+    for p in dep.pools:
+        par = p.parallel
+        spec = {
+            "instances": p.instances,
+            "gpus_per_instance": par.gpus,
+            "tp": par.tp,
+            "dp_attention": par.dp_attention,
+            "ep": par.ep,
+            "pp": par.pp,
+        }
+        pools.setdefault(p.role, []).append(spec)
+    main = dep.first("decode") or dep.first("aggregated") or dep.pools[0]
+    inst = main.instance
+    mtp = inst.mtp
+    workload: dict[str, Any] = {"isl": res.isl, "osl": res.osl}
+    if res.concurrency is not None:
+        workload["concurrency"] = round(res.concurrency) if res.concurrency >= 1 else 1
+    elif res.request_rate is not None:
+        workload["request_rate"] = res.request_rate
+    slo = res.slo.model_dump(exclude_none=True) if res.slo else None
+    return {
+        "name": res.name,
+        "model": res.model_ref or dep.model.id,
+        "hardware": dep.hardware.id,
+        "engine": dep.engine,
+        "phase": res.phase,
+        "deployment": {role: specs[0] if len(specs) == 1 else specs for role, specs in pools.items()},
+        "precision": inst.precision.model_dump(exclude={"lm_head"}),
+        "mtp": None if mtp is None else {"draft_tokens": mtp.draft_tokens, "accepted_tokens": mtp.accepted_tokens},
+        "workload": workload,
+        "slo": slo or None,
+        "runtime": _runtime_stated(dep.engine, main),
+    }
+
+
+def _runtime_stated(engine: str, pool: Pool) -> dict[str, Any]:
+    """Runtime options of a pool that differ from its engine profile, under scenario names."""
+    default = runtime_options(engine, pool.role, pool.parallel, pool.instance.hardware)
+    out: dict[str, Any] = {"mem_fraction": pool.instance.runtime.mem_fraction}
+    for name in STATED_RUNTIME:
+        field_name = "prefill_tokens_per_rank" if name == "max_prefill_tokens" else name
+        v = getattr(pool.instance.runtime, field_name)
+        if v != getattr(default, field_name) and v is not None:
+            out[name] = v
+    return out

@@ -1,313 +1,235 @@
-"""Steady-state estimator: TTFT, TPOT, E2E and throughput of a deployment, without simulating.
+"""The one steady-state model: TTFT, TPOT, E2E and throughput of a deployment, without simulating.
 
-Closed loop (fixed concurrency) and open loop (request rate) are solved as fixed points of
-Little's law over the step-cost model:
-- prefill pool: whole requests batched up to the token budget per attention-DP rank;
-- decode pool: continuous batching; TPOT = step time / tokens per step (1 + accepted MTP drafts);
-- aggregated: SGLang-style separate prefill batches stall decoding, so TPOT stretches by
-  1 / (1 - prefill utilisation);
-- disaggregated: prefill queueing (M/D/1 wait) + KV transfer over the link -> TTFT, decode
-  batch -> TPOT.
-It reports means; percentiles under real arrivals come from the simulator.
+A deployment's operating point is parametrised by its mean decode batch per decode (or
+aggregated) instance; `point` gives every figure at that batch:
+- disaggregated: decode step -> TPOT (step / tokens per step, 1 + accepted MTP drafts); the
+  decode pool's completion rate n b / ((osl - 1) TPOT) loads the prefill pool (M/D/1 wait at
+  that load) and TTFT = one request's prefill + wait + KV transfer over the link;
+- aggregated: SGLang-style prefill batches stall decoding, so TPOT stretches by 1 / (1 - prefill
+  utilisation); requests arriving during a scheduling cycle are prefilled together.
+`estimate` finds the batch the traffic implies: a closed loop of C requests in flight
+(C = X (TTFT + decode time), Little's law), an open loop at a request rate, or, with neither, a
+saturated run (as many requests in flight as the KV pool and the engine's running limit allow).
+The planner's search calls `point` for the batches it sweeps and `estimate` for the traffic a
+question gives; `planner estimate` calls `estimate`. It reports means; percentiles under real
+arrivals come from the simulator.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
-from planner.defaults import Pool, Resolved
-from roofline.batch import StepBatch
+from planner.defaults import Resolved
+from planner.deployment import Deployment, Pool
+from planner.metrics import Metrics
+from planner.steps import (
+    decode_capacity,
+    decode_step,
+    decode_time,
+    memory,
+    prefill_budget,
+    prefill_step,
+    tokens_per_step,
+)
 from roofline.comm import kv_transfer_time
-from roofline.errors import KVCacheCapacityError
-from roofline.memory import MemoryPlan, plan_memory
-from roofline.step import StepCost, step_cost
+from roofline.errors import KVCacheCapacityError, PlannerError
+
+RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
+ITERATIONS = 60
 
 
-@dataclass(slots=True)
-class Estimate:
-    mode: str
-    gpus: int
-    concurrency: float
-    ttft_s: float = 0.0
-    tpot_s: float = 0.0
-    e2e_s: float = 0.0
-    input_tok_s: float = 0.0
-    output_tok_s: float = 0.0
-    decode_batch: float = 0.0  # sequences per decode (or aggregated) instance
-    decode_step: StepCost | None = None
-    prefill_step: StepCost | None = None
-    memory: dict[str, MemoryPlan] = field(default_factory=dict)
-    saturated: bool = False  # open loop: the offered rate exceeds what the deployment serves
-    limit: str = ""  # the resource that binds, if any (e.g. "prefill pool at capacity")
-    assumed: list[str] = field(default_factory=list)
-
-    @property
-    def output_tok_s_per_gpu(self) -> float:
-        return self.output_tok_s / self.gpus
-
-    @property
-    def input_tok_s_per_gpu(self) -> float:
-        return self.input_tok_s / self.gpus
-
-    @property
-    def total_tok_s_per_gpu(self) -> float:
-        return (self.input_tok_s + self.output_tok_s) / self.gpus
-
-    @property
-    def output_tok_s_per_user(self) -> float:
-        return 1.0 / self.tpot_s if self.tpot_s else 0.0
+def _md1_wait(rho: float, service_s: float) -> float:
+    """Mean M/D/1 queueing delay."""
+    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
 
 
-def _tps(pool: Pool) -> float:
-    return pool.instance.mtp.tokens_per_step if pool.instance.mtp else 1.0
+def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+    pre, dec = dep.first("prefill"), dep.first("decode")
+    assert pre is not None
+    assert dec is not None
+    step_p1, _ = prefill_step(pre, isl, 1)
+    step_pb, done = prefill_step(pre, isl)
+    mu = pre.instances * done / step_pb.time_s  # prefill pool capacity, requests/s
+    kv_bytes = isl * memory(dec).kv_bytes_per_token * dec.parallel.pp
+    transfer = kv_transfer_time(dep.hardware, dep.same_domain, kv_bytes)
+    tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
+    decode_s = max(osl - 1, 0) * tpot
+    x = dec.instances * b / decode_s if decode_s > 0 else mu
+    limit = ""
+    if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds
+        x, limit = 0.999 * mu, "prefill pool at capacity"
+        b = x * decode_s / dec.instances if decode_s > 0 else b
+    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer
+    m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
+    m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
+    m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p1
+    m.memory = {"prefill": memory(pre, 2 * prefill_budget(pre)), "decode": memory(dec)}
+    return m
 
 
-def _drafts(pool: Pool) -> int:
-    return pool.instance.mtp.draft_tokens if pool.instance.mtp else 0
+def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+    pool = dep.first("aggregated")
+    assert pool is not None
+    t_d = decode_time(pool, b, kv_len)
+    max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
+    x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
+    step_p, done = prefill_step(pool, isl, 1)
+    for _ in range(ITERATIONS):
+        # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
+        # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
+        # holds lam / (1 - e^-lam) of them on average.
+        lam = x * (t_d + t_p)
+        nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
+        step_p, done = prefill_step(pool, isl, nb)
+        t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
+        rho = min(x * step_p.time_s / done, RHO_MAX)
+        tpot = t_d / tokens_per_step(pool) / (1 - rho)
+        decode_s = (osl - 1) * tpot
+        x_new = b / decode_s if decode_s > 0 else RHO_MAX * done / step_p.time_s
+        x_new = min(x_new, RHO_MAX * done / step_p.time_s)
+        if abs(x_new - x) <= 1e-7 * x_new:
+            break
+        x = 0.5 * x + 0.5 * x_new
+    decode_s = max(osl - 1, 0) * tpot
+    wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
+    ttft = step_p.time_s + wait + _md1_wait(rho, step_p.time_s / done)
+    n = pool.instances
+    m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
+    m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, x * decode_s if decode_s else b
+    m.limit = "prefill stalls decode" if rho >= RHO_MAX else ""
+    m.decode_step, m.prefill_step = decode_step(pool, b, kv_len), step_p
+    m.memory = {"aggregated": memory(pool)}
+    return m
 
 
-def decode_memory(pool: Pool) -> MemoryPlan:
-    return plan_memory(pool.instance)
+def _decode_pool(dep: Deployment) -> Pool:
+    pool = dep.first("decode") or dep.first("aggregated")
+    if pool is None:
+        raise PlannerError("deployment: an end-to-end estimate needs a decode or aggregated pool")
+    return pool
 
 
-def decode_capacity(pool: Pool, ctx: float) -> int:
-    """Sequences of `ctx` tokens one instance holds (all its attention-DP groups)."""
-    return decode_memory(pool).max_seqs(ctx) * pool.instance.parallel.dp_attention
+def max_batch(dep: Deployment, isl: int, osl: int) -> int:
+    """Sequences one decode (or aggregated) instance can hold at full length."""
+    return max(decode_capacity(_decode_pool(dep), isl + osl), 0)
 
 
-def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
-    """One decode step of one instance at `batch` sequences; with pp, the batch is split into
-    pp micro-batches and the step is the pipeline latency of one of them x pp stages."""
-    inst = pool.instance
-    pp = inst.parallel.pp
-    seqs = max(1, math.ceil(batch / pp))
-    cost = step_cost(inst, StepBatch.decode(seqs, kv_len, _drafts(pool)))
-    if pp == 1:
-        return cost
-    return StepCost(
-        cost.stage_time_s * pp + (cost.time_s - cost.stage_time_s * pp) / pp,
-        cost.stage_time_s,
-        cost.ops,
-        cost.tokens * pp,
-        cost.hidden_comm_s,
-        cost.notes,
-    )
+def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float) -> Metrics:
+    """Every figure at a mean decode batch per instance (clipped to the KV capacity)."""
+    cap = max_batch(dep, isl, osl)
+    if cap < 1:
+        raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
+    b = min(max(batch, 1e-6), cap)
+    m = (_aggregated if dep.first("aggregated") else _disaggregated)(dep, isl, osl, kv_len, b)
+    if b >= cap and not m.limit:
+        m.limit = "decode KV capacity"
+    return m
 
 
-def prefill_step(pool: Pool, isl: int, budget: int, n_requests: int | None = None) -> tuple[StepCost, int]:
-    """A prefill step of whole requests, up to `budget` tokens per attention-DP rank; returns the
-    step and the number of requests it completes. Requests longer than the budget are chunked."""
-    dp = pool.instance.parallel.dp_attention
-    per_rank = max(1, budget // isl) if isl <= budget else 1
-    if n_requests is not None:
-        per_rank = max(1, min(per_rank, math.ceil(n_requests / dp)))
-    if isl <= budget:
-        chunks = [(isl, 0)] * (per_rank * dp)
-        mem = plan_memory(pool.instance, kv_needed_tokens=2 * per_rank * isl)
-        off = mem.offloaded_bytes
-        return step_cost(pool.instance, StepBatch.prefill(chunks), off), per_rank * dp
-    mem = plan_memory(pool.instance, kv_needed_tokens=2 * isl)
-    total, parts, prefix = 0.0, [], 0
-    while prefix < isl:
-        n = min(budget, isl - prefix)
-        c = step_cost(pool.instance, StepBatch.prefill([(n, prefix)] * dp), mem.offloaded_bytes)
-        total += c.time_s
-        parts.append(c)
-        prefix += n
-    last = parts[-1]
-    return StepCost(total, total, last.ops, isl * dp, last.hidden_comm_s, last.notes), dp
+def _solve(f: Callable[[float], float], target: float, hi: float) -> float | None:
+    """Smallest b in (0, hi] with f(b) >= target for increasing f; None if f(hi) < target."""
+    if f(hi) < target:
+        return None
+    lo = 1e-6
+    for _ in range(48):
+        mid = 0.5 * (lo + hi)
+        if f(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-7 * hi:
+            break
+    return hi
 
 
-def estimate_prefill(res: Resolved) -> Estimate:
-    pool = res.pools.get("prefill") or res.pools["aggregated"]
-    step, n = prefill_step(pool, res.isl, res.max_prefill_tokens)
-    rate = pool.spec.instances * n / step.time_s
-    est = Estimate(
-        "prefill",
-        pool.spec.gpus,
-        float(n * pool.spec.instances),
-        ttft_s=step.time_s,
-        input_tok_s=rate * res.isl,
-        prefill_step=step,
-        assumed=list(res.assumed),
-    )
-    est.memory["prefill"] = plan_memory(pool.instance, kv_needed_tokens=2 * res.max_prefill_tokens)
-    return est
+def estimate_deployment(
+    dep: Deployment,
+    isl: int,
+    osl: int,
+    kv_len: float,
+    concurrency: float | None = None,
+    rate: float | None = None,
+) -> Metrics:
+    """The steady state under a closed loop (total `concurrency`), an open loop (`rate`
+    requests/s) or, with neither, saturation (the decode pool full)."""
+    cap = max_batch(dep, isl, osl)
+    if cap < 1:
+        raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
+    if concurrency is None and rate is None:
+        m = point(dep, isl, osl, kv_len, cap)
+        m.assumed.append(f"traffic: saturated ({cap} sequences per instance: the KV pool or the running limit)")
+        return m
+    if rate is not None:
+        b = _solve(lambda v: point(dep, isl, osl, kv_len, v).output_tok_s / osl, rate, cap)
+        m = point(dep, isl, osl, kv_len, cap if b is None else b)
+        if b is None or (m.limit and m.output_tok_s / osl < rate * 0.999):
+            m.saturated = True
+            m.limit = m.limit or "decode KV capacity"
+        return m
+    assert concurrency is not None
+    b = _solve(lambda v: point(dep, isl, osl, kv_len, v).concurrency, concurrency, cap)
+    m = point(dep, isl, osl, kv_len, cap if b is None else b)
+    if b is None or m.concurrency < concurrency * 0.999:  # the excess waits for a KV slot or for prefill
+        served = m.output_tok_s / osl
+        decode_s = m.e2e_s - m.ttft_s
+        m.ttft_s = max(m.ttft_s, concurrency / served - decode_s)
+        m.e2e_s = m.ttft_s + decode_s
+        m.concurrency = concurrency
+    return m
 
 
-def estimate_decode(res: Resolved, concurrency: float | None = None) -> Estimate:
-    pool = res.pools.get("decode") or res.pools["aggregated"]
+def estimate_prefill(res: Resolved) -> Metrics:
+    pool = res.pool("prefill", "aggregated")
+    step, n = prefill_step(pool, res.isl)
+    rate = pool.instances * n / step.time_s
+    m = Metrics("estimate", "prefill", pool.gpus, float(n * pool.instances), ttft_s=step.time_s)
+    m.input_tok_s, m.prefill_step, m.assumed = rate * res.isl, step, list(res.assumed)
+    m.memory["prefill"] = memory(pool, 2 * prefill_budget(pool))
+    return m
+
+
+def estimate_decode(res: Resolved, concurrency: float | None = None) -> Metrics:
+    pool = res.pool("decode", "aggregated")
     conc = concurrency if concurrency is not None else res.concurrency
     cap = decode_capacity(pool, res.kv_len)
     assumed = list(res.assumed)
     if conc is None:
-        conc = float(cap * pool.spec.instances)
+        conc = float(cap * pool.instances)
         assumed.append(f"decode batch: {cap} per instance (fills the KV pool at {res.kv_len:.0f} tokens)")
-    batch = conc / pool.spec.instances
+    batch = conc / pool.instances
     if batch > cap:
         raise KVCacheCapacityError(
             f"decode batch {batch:.0f} per instance exceeds KV capacity {cap} at {res.kv_len:.0f} tokens"
         )
     step = decode_step(pool, batch, res.kv_len)
-    tpot = step.time_s / _tps(pool)
-    est = Estimate(
-        "decode",
-        pool.spec.gpus,
-        conc,
-        tpot_s=tpot,
-        output_tok_s=conc / tpot,
-        decode_batch=batch,
-        decode_step=step,
-        assumed=assumed,
-    )
-    est.memory["decode"] = decode_memory(pool)
-    return est
+    tpot = step.time_s / tokens_per_step(pool)
+    m = Metrics("estimate", "decode", pool.gpus, conc, tpot_s=tpot, output_tok_s=conc / tpot, decode_batch=batch)
+    m.decode_step, m.assumed = step, assumed
+    m.memory["decode"] = memory(pool)
+    return m
 
 
-def _mdl_wait(rho: float, service_s: float) -> float:
-    """Mean M/D/1 queueing delay."""
-    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
-
-
-def estimate_aggregated(res: Resolved, concurrency: float | None = None) -> Estimate:
-    pool = res.pools["aggregated"]
-    inst_n = pool.spec.instances
-    conc = concurrency if concurrency is not None else res.concurrency
-    if conc is None and res.request_rate is None:
-        conc = 1.0
-    c = (conc or 0.0) / inst_n
-    budget = res.max_prefill_tokens
-    cap = decode_capacity(pool, res.isl + res.osl)
-    x = (res.request_rate / inst_n) if res.request_rate else 0.0
-    b_dec, ttft, tpot, rho, step_d = max(c, 1.0), 0.0, 0.0, 0.0, None
-    step_p: StepCost | None = None
-    t_d = t_p = 0.0
-    max_nb = max(1, budget // max(res.isl, 1))
-    for _ in range(80):
-        # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
-        # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
-        # holds lam / (1 - e^-lam) of them on average.
-        lam = x * (t_d + t_p)
-        nb_mean = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0
-        nb = max(1, min(round(nb_mean), max_nb))
-        step_p, done = prefill_step(pool, res.isl, budget, nb)
-        t_p = step_p.time_s * -math.expm1(-lam) if lam > 1e-9 else 0.0  # prefill time per cycle
-        per_req = step_p.time_s / done
-        step_d = decode_step(pool, max(min(b_dec, cap), 1.0), res.kv_len)
-        t_d = step_d.time_s
-        rho = min(x * per_req, 0.95) if x else 0.0
-        wait = t_d / 2 if c > 1 or res.request_rate else 0.0  # residual of the step in progress
-        ttft_min = step_p.time_s + wait + (_mdl_wait(rho, per_req) if res.request_rate else 0.0)
-        tpot = t_d / _tps(pool) / (1 - rho)
-        decode_s = (res.osl - 1) * tpot
-        if res.request_rate:
-            ttft = ttft_min
-            b_dec = 0.5 * b_dec + 0.5 * max(min(x * decode_s, cap), 1.0)
-        else:  # Little's law over the loop; beyond KV capacity the excess waits for admission
-            x_new = min(c / (ttft_min + decode_s), cap / decode_s) if decode_s > 0 else c / ttft_min
-            x = 0.5 * x + 0.5 * x_new if x else x_new
-            ttft = max(ttft_min, c / x - decode_s)
-            b_dec = max(min(x * decode_s, cap), 1.0)
-    assert step_d is not None
-    e2e = ttft + (res.osl - 1) * tpot
-    total_x = x * inst_n
-    limit = "decode KV capacity" if b_dec >= 0.99 * cap else ("prefill stalls decode" if rho >= 0.95 else "")
-    est = Estimate(
-        "aggregated",
-        pool.spec.gpus,
-        conc or total_x * e2e,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        e2e_s=e2e,
-        input_tok_s=total_x * res.isl,
-        output_tok_s=total_x * res.osl,
-        decode_batch=b_dec,
-        decode_step=step_d,
-        prefill_step=step_p,
-        assumed=list(res.assumed),
-        saturated=bool(limit) and res.request_rate is not None,
-        limit=limit,
-    )
-    est.memory["aggregated"] = decode_memory(pool)
-    return est
-
-
-def estimate_disaggregated(res: Resolved, concurrency: float | None = None) -> Estimate:
-    pre, dec = res.pools["prefill"], res.pools["decode"]
-    conc = concurrency if concurrency is not None else res.concurrency
-    budget = res.max_prefill_tokens
-    step_p1, _ = prefill_step(pre, res.isl, budget, 1)
-    step_pb, done = prefill_step(pre, res.isl, budget)
-    mu = pre.spec.instances * done / step_pb.time_s  # prefill pool capacity, requests/s
-    kv_bytes = res.isl * plan_memory(dec.instance).kv_bytes_per_token
-    same = res.gpus <= res.hardware.scaleup.domain_gpus
-    transfer = kv_transfer_time(res.hardware, same, kv_bytes)
-    cap = decode_capacity(dec, res.isl + res.osl) * dec.spec.instances
-    n_dec = dec.spec.instances
-    closed = res.request_rate is None
-    c = conc if conc is not None else 1.0
-    x = res.request_rate or min(mu, c / (step_p1.time_s + res.osl * 0.01))
-    b_tot, tpot, ttft, step_d = max(c, 1.0), 0.0, 0.0, None
-    for _ in range(80):
-        step_d = decode_step(dec, max(min(b_tot, cap) / n_dec, 1.0), res.kv_len)
-        tpot = step_d.time_s / _tps(dec)
-        decode_s = (res.osl - 1) * tpot
-        rho = min(x / mu, 0.999)
-        ttft_min = step_p1.time_s + _mdl_wait(rho, 1 / mu) + transfer
-        if closed:  # Little's law over the whole loop: C = X (TTFT + decode time)
-            x_new = min(c / (ttft_min + decode_s), mu)
-            x = 0.5 * x + 0.5 * x_new
-            ttft = max(ttft_min, c / x - decode_s)
-        else:
-            ttft = ttft_min
-        b_tot = 0.5 * b_tot + 0.5 * max(x * decode_s, 1.0)
-    assert step_d is not None
-    e2e = ttft + (res.osl - 1) * tpot
-    limit = ""
-    if x >= 0.98 * mu:
-        limit = "prefill pool at capacity" if closed else "request rate exceeds prefill capacity"
-    elif b_tot >= cap:
-        limit = "decode KV capacity"
-    est = Estimate(
-        "disaggregated",
-        res.gpus,
-        c if closed else x * e2e,
-        ttft_s=ttft,
-        tpot_s=tpot,
-        e2e_s=e2e,
-        input_tok_s=x * res.isl,
-        output_tok_s=x * res.osl,
-        decode_batch=b_tot / n_dec,
-        decode_step=step_d,
-        prefill_step=step_p1,
-        assumed=list(res.assumed),
-        saturated=bool(limit) and not closed,
-        limit=limit,
-    )
-    est.memory["prefill"] = plan_memory(pre.instance, kv_needed_tokens=2 * budget)
-    est.memory["decode"] = decode_memory(dec)
-    return est
-
-
-def estimate(res: Resolved, concurrency: float | None = None) -> Estimate:
+def estimate(res: Resolved, concurrency: float | None = None) -> Metrics:
     """The estimate the scenario's phase and deployment call for."""
-    s = res.scenario
-    if s.phase == "prefill":
+    phase = res.phase
+    if phase == "prefill":
         return estimate_prefill(res)
-    if s.phase == "decode":
+    if phase == "decode":
         return estimate_decode(res, concurrency)
-    if "aggregated" in res.pools:
-        return estimate_aggregated(res, concurrency)
-    return estimate_disaggregated(res, concurrency)
+    conc = concurrency if concurrency is not None else res.concurrency
+    rate = None if concurrency is not None else res.request_rate
+    m = estimate_deployment(res.deployment, res.isl, res.osl, res.kv_len, conc, rate)
+    m.assumed = list(res.assumed) + m.assumed
+    return m
 
 
 def max_users_at_slo(
     res: Resolved, ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None, limit: int = 4096
-) -> tuple[int, Estimate | None]:
+) -> tuple[int, Metrics | None]:
     """Largest total concurrency whose mean TTFT/TPOT/E2E meet the targets (0 if none does)."""
 
-    def ok(c: int) -> tuple[bool, Estimate]:
+    def ok(c: int) -> tuple[bool, Metrics]:
         e = estimate(res, float(c))
         good = not e.saturated and "KV" not in e.limit
         good &= ttft_ms is None or e.ttft_s * 1e3 <= ttft_ms

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from planner.defaults import Pool, Resolved
-from planner.estimator import Estimate, estimate
+from planner.defaults import Resolved
+from planner.deployment import Deployment, Pool
+from planner.estimator import estimate
+from planner.metrics import Metrics
 from roofline.deployment import InstanceSpec, MTPConfig
 from roofline.errors import PlannerError
 from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
@@ -32,7 +34,7 @@ class Lever:
 
 @dataclass(slots=True)
 class Explanation:
-    estimate: Estimate
+    estimate: Metrics
     phase_step: str  # which step the breakdown shows
     categories: dict[str, float]  # seconds per category
     bottleneck: str
@@ -53,9 +55,9 @@ def speed_of_light(step: StepCost, inst: InstanceSpec) -> float:
 
 def _with(res: Resolved, change: Callable[[InstanceSpec], InstanceSpec]) -> Resolved:
     """The same scenario with `change` applied to every pool's instance."""
-    every = [Pool(p.role, p.spec, change(p.instance)) for p in res.all_pools]
-    first = {p.role: p for p in reversed(every)}
-    return replace(res, pools={k: first[k] for k in res.pools}, all_pools=every, assumed=list(res.assumed))
+    dep = res.deployment
+    pools = tuple(Pool(p.role, p.instances, change(p.instance)) for p in dep.pools)
+    return replace(res, deployment=Deployment(dep.engine, pools), assumed=list(res.assumed))
 
 
 def _runtime(inst: InstanceSpec, **kw: object) -> InstanceSpec:
@@ -104,12 +106,9 @@ def candidate_levers(
 
 def explain(res: Resolved) -> Explanation:
     base = estimate(res)
-    role = "decode" if "decode" in res.pools else ("aggregated" if "aggregated" in res.pools else "prefill")
-    step = base.decode_step if role != "prefill" or base.decode_step else base.prefill_step
-    if step is None:
-        step = base.prefill_step
+    main = res.pool("decode", "aggregated", "prefill").instance
+    step = base.decode_step or base.prefill_step
     assert step is not None
-    main = res.pools[role].instance
     cats = step.by_category()
     bottleneck = max(CATEGORIES, key=lambda c: cats[c])
     fallbacks = sorted({o.kernel for o in step.ops if o.kernel in TENSOR_CORE_ALTERNATIVE})

@@ -8,10 +8,13 @@ recommendation an engine cannot express says so instead of printing a wrong comm
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
+from planner.deployment import Deployment, Pool, layout_label
 from planner.question import Question
-from planner.score import Point
-from planner.space import Candidate, Layout
+
+if TYPE_CHECKING:
+    from planner.plan import Recommendation
 
 # Hugging Face checkpoints by catalog id and expert format (NVFP4 checkpoints are NVIDIA's).
 CHECKPOINTS = {
@@ -35,14 +38,16 @@ CHECKPOINTS = {
 }
 
 
-def checkpoint(q: Question, c: Candidate) -> str:
-    return CHECKPOINTS.get((q.model, c.precision.moe)) or CHECKPOINTS.get((q.model, c.precision.dense)) or q.model
+def checkpoint(q: Question, pool: Pool) -> str:
+    p = pool.instance.precision
+    return CHECKPOINTS.get((q.model, p.moe)) or CHECKPOINTS.get((q.model, p.dense)) or q.model
 
 
-def _sglang(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> str:
-    p = c.precision
+def _sglang(q: Question, pool: Pool, batch: int) -> str:
+    p, lay, role = pool.instance.precision, _Lay(pool), pool.role
+    frac, mtp = pool.instance.runtime.mem_fraction, pool.instance.mtp is not None
     args = [
-        f"python -m sglang.launch_server --model-path {checkpoint(q, c)} --trust-remote-code",
+        f"python -m sglang.launch_server --model-path {checkpoint(q, pool)} --trust-remote-code",
         f"--tp-size {lay.tp * lay.dp}",
     ]
     if lay.dp > 1:
@@ -57,10 +62,10 @@ def _sglang(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> st
         args.append("--kv-cache-dtype fp8_e4m3")
     if p.moe == "nvfp4":
         args.append("--quantization modelopt_fp4")
-    args.append(f"--mem-fraction-static {c.mem_fraction}")
+    args.append(f"--mem-fraction-static {frac}")
     if role != "prefill":
         args.append(f"--max-running-requests {batch} --cuda-graph-max-bs {min(batch // max(lay.dp, 1) or 1, 512)}")
-        if c.mtp:
+        if mtp:
             args.append(
                 "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
                 "--speculative-num-draft-tokens 4"
@@ -70,9 +75,10 @@ def _sglang(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> st
     return " \\\n  ".join(args)
 
 
-def _vllm(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> str:
-    p = c.precision
-    args = [f"vllm serve {checkpoint(q, c)} --trust-remote-code", f"--tensor-parallel-size {lay.tp}"]
+def _vllm(q: Question, pool: Pool, batch: int) -> str:
+    p, lay, role = pool.instance.precision, _Lay(pool), pool.role
+    frac, mtp = pool.instance.runtime.mem_fraction, pool.instance.mtp is not None
+    args = [f"vllm serve {checkpoint(q, pool)} --trust-remote-code", f"--tensor-parallel-size {lay.tp}"]
     if lay.dp > 1:
         args.append(f"--data-parallel-size {lay.dp}")
     if lay.ep > 1:
@@ -81,8 +87,8 @@ def _vllm(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> str:
         args.append(f"--pipeline-parallel-size {lay.pp}")
     if p.kv_cache == "fp8":
         args.append("--kv-cache-dtype fp8")
-    args.append(f"--gpu-memory-utilization {c.mem_fraction} --max-num-seqs {batch}")
-    if c.mtp and role != "prefill":
+    args.append(f"--gpu-memory-utilization {frac} --max-num-seqs {batch}")
+    if mtp and role != "prefill":
         args.append(
             "--speculative-config '" + json.dumps({"method": "deepseek_mtp", "num_speculative_tokens": 3}) + "'"
         )
@@ -92,7 +98,9 @@ def _vllm(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> str:
     return " \\\n  ".join(args)
 
 
-def _trtllm(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> str:
+def _trtllm(q: Question, pool: Pool, batch: int) -> str:
+    lay, role = _Lay(pool), pool.role
+    frac, mtp, p = pool.instance.runtime.mem_fraction, pool.instance.mtp is not None, pool.instance.precision
     options: dict[str, object] = {
         "tensor_parallel_size": lay.tp * lay.dp,
         "moe_expert_parallel_size": lay.ep,
@@ -100,58 +108,67 @@ def _trtllm(q: Question, c: Candidate, lay: Layout, batch: int, role: str) -> st
         "enable_attention_dp": lay.dp > 1,
         "max_batch_size": batch,
         "kv_cache_config": {
-            "dtype": "fp8" if c.precision.kv_cache == "fp8" else "auto",
-            "free_gpu_memory_fraction": c.mem_fraction,
+            "dtype": "fp8" if p.kv_cache == "fp8" else "auto",
+            "free_gpu_memory_fraction": frac,
         },
         "cuda_graph_config": {"enable_padding": True, "max_batch_size": min(batch, 512)},
     }
     if lay.dp > 1 and lay.ep > 8:
         options["moe_config"] = {"backend": "WIDEEP"}
-    if c.mtp and role != "prefill":
+    if mtp and role != "prefill":
         options["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": 3}
     if role in ("prefill", "decode"):
         options["cache_transceiver_config"] = {"backend": "NIXL"}
     yaml_text = json.dumps(options, indent=2)
     return (
         f"cat > {role}.yaml <<'EOF'\n{yaml_text}\nEOF\n"
-        f"trtllm-serve {checkpoint(q, c)} --backend pytorch --extra_llm_api_options {role}.yaml"
+        f"trtllm-serve {checkpoint(q, pool)} --backend pytorch --extra_llm_api_options {role}.yaml"
     )
 
 
-def launch_commands(q: Question, c: Candidate, p: Point) -> dict[str, str]:
+class _Lay:
+    """The parallelism fields the engines' flags name."""
+
+    def __init__(self, pool: Pool) -> None:
+        par = pool.parallel
+        self.gpus, self.tp, self.dp, self.ep, self.pp = par.gpus, par.tp, par.dp_attention, par.ep, par.pp
+        self.label = layout_label(par)
+
+
+def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
+    dep = r.deployment
     out: dict[str, str] = {}
-    pools = (
-        [("aggregated", c.decode, p.decode_instances)]
-        if c.prefill is None
-        else [("prefill", c.prefill, p.prefill_instances), ("decode", c.decode, p.decode_instances)]
-    )
     for engine, fn in (("sglang", _sglang), ("vllm", _vllm), ("trtllm", _trtllm)):
         parts = []
-        for role, lay, n in pools:
-            batch = p.batch if role != "prefill" else max(1, 16384 * lay.dp // q.isl)
-            parts.append(f"# {role}: {n} instance(s) of {lay.gpus} GPU(s), {lay.label}\n{fn(q, c, lay, batch, role)}")
+        for pool in dep.pools:
+            lay = _Lay(pool)
+            batch = r.point.batch if pool.role != "prefill" else max(1, 16384 * lay.dp // q.isl)
+            head = f"# {pool.role}: {pool.instances} instance(s) of {lay.gpus} GPU(s), {lay.label}"
+            parts.append(f"{head}\n{fn(q, pool, batch)}")
         out[engine] = "\n\n".join(parts)
-    if c.prefill is not None:
-        out["dynamo"] = _dynamo(q, c, p)
+    if dep.mode == "disaggregated":
+        out["dynamo"] = _dynamo(q, dep, r.point.batch)
     return out
 
 
-def _dynamo(q: Question, c: Candidate, p: Point) -> str:
-    assert c.prefill is not None
+def _dynamo(q: Question, dep: Deployment, batch: int) -> str:
+    pre, dec = dep.first("prefill"), dep.first("decode")
+    assert pre is not None
+    assert dec is not None
     graph = {
         "Frontend": {"replicas": 1, "router": "kv"},
         "PrefillWorker": {
-            "replicas": p.prefill_instances,
-            "gpus": c.prefill.gpus,
+            "replicas": pre.instances,
+            "gpus": pre.gpus_per_instance,
             "engine": q.engine,
-            "parallelism": c.prefill.label,
+            "parallelism": layout_label(pre.parallel),
         },
         "DecodeWorker": {
-            "replicas": p.decode_instances,
-            "gpus": c.decode.gpus,
+            "replicas": dec.instances,
+            "gpus": dec.gpus_per_instance,
             "engine": q.engine,
-            "parallelism": c.decode.label,
-            "max_batch_size": p.batch,
+            "parallelism": layout_label(dec.parallel),
+            "max_batch_size": batch,
         },
         "kv_transfer": "nixl",
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -18,21 +19,41 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from planner.deployment import Deployment
+from planner.metrics import Metrics
 from planner.question import Question
 from planner.ray_pool import score_on_ray
 from planner.score import Point, Scored, score_many
 from planner.space import Candidate, candidates
-from planner.verify import Verified, verify
+from planner.verify import meets_slo, verify
 from roofline.catalog import get_hardware, get_model
 
 
 @dataclass(slots=True)
 class Recommendation:
+    """One recommended deployment: its stage-1 estimate and, where it was simulated, the
+    simulated figures and SLO verdict. Every view (table, JSON, CSV, dashboard) renders this."""
+
     cand: Candidate
-    point: Point
-    verified: Verified | None = None
+    point: Point  # the sized deployment and its estimate
+    simulated: Metrics | None = None
+    meets: bool | None = None  # the simulated p90s meet the SLO (None: not simulated)
+    slack: dict[str, float] = field(default_factory=dict)  # target / achieved, by the figures shown
     binding: str = ""  # for the closest infeasible one: the constraint that binds
     fallbacks: list[Point] = field(default_factory=list)  # lower operating points that also met stage 1
+
+    @property
+    def deployment(self) -> Deployment:
+        return self.point.deployment
+
+    @property
+    def metrics(self) -> Metrics:
+        """The figures shown: simulated where simulated, else the estimate."""
+        return self.simulated or self.point.metrics
+
+    @property
+    def method(self) -> str:
+        return self.metrics.method
 
 
 @dataclass(slots=True)
@@ -47,11 +68,12 @@ class Answer:
     notes: list[str] = field(default_factory=list)
 
 
-def objective(q: Question, p: Point) -> float:
-    """Larger is better."""
+def objective(q: Question, p: Point, m: Metrics | None = None) -> float:
+    """Larger is better; from `m` (simulated figures) where given, else the point's estimate."""
+    tput = (m or p.metrics).output_tok_s_per_gpu
     if q.optimize == "gpus":
-        return -p.gpus + p.out_tok_s_per_gpu * 1e-9
-    return p.out_tok_s_per_gpu  # cost per token is price / throughput per GPU: same order
+        return -p.gpus + tput * 1e-9
+    return tput  # cost per token is price / throughput per GPU: same order
 
 
 def _chunks(cands: list[Candidate], n: int) -> list[list[Candidate]]:
@@ -94,7 +116,50 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
         return None
     _, s, p = best
     binding = min(p.slack, key=p.slack.__getitem__) if p.slack else "gpu budget"
-    return Recommendation(s.cand, p, binding=binding)
+    return Recommendation(s.cand, p, slack=dict(p.slack), binding=binding)
+
+
+MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommendations ...
+SIMULATION_BUDGET_S = 12.0  # ... and CPU seconds (at least `verify_top` simulations always run)
+
+
+def _verify(q: Question, recs: list[Recommendation], say: Callable[[str], None]) -> int:
+    """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
+    simulation budget is spent: first each one's best point, then, for those whose p90s missed,
+    lower operating points (a smaller batch) of the same deployment."""
+    simulated = 0
+    start = time.process_time()
+
+    def run(r: Recommendation, p: Point) -> None:
+        nonlocal simulated
+        say(f"simulating {p.deployment.describe()} at batch {p.batch}")
+        m = verify(q, p)
+        simulated += 1
+        ok, slack = meets_slo(q, m)
+        if r.simulated is None or ok or not r.meets:
+            r.point, r.simulated, r.meets, r.slack = p, m, ok, slack
+
+    def enough() -> bool:
+        spent = simulated >= MAX_SIMULATED or (
+            simulated >= q.verify_top and time.process_time() - start > SIMULATION_BUDGET_S
+        )
+        return sum(bool(r.meets) for r in recs) >= q.verify_top or spent
+
+    for r in recs:
+        if enough():
+            return simulated
+        run(r, r.point)
+    for r in recs:
+        for p in r.fallbacks[:RETRIES] if r.simulated is not None and not r.meets else []:
+            if enough() or r.meets:
+                break
+            run(r, p)
+    return simulated
+
+
+def _rank(q: Question, r: Recommendation) -> tuple[int, float]:
+    group = 0 if r.meets else (1 if r.simulated is None else 2)  # verified, then estimates, then misses
+    return group, -objective(q, r.point, r.simulated)
 
 
 def plan(
@@ -107,48 +172,51 @@ def plan(
     m, hw = get_model(q.model), get_hardware(q.hardware)
     cands, pruned = candidates(q, m, hw)
     say(f"scoring {len(cands)} candidates")
-    scored = _score_parallel(q, cands, workers or os.cpu_count() or 1, ray_address)
+    all_scored = _score_parallel(q, cands, workers or os.cpu_count() or 1, ray_address)
+    for s in all_scored:
+        if s.error:
+            pruned[s.error.split(":")[0]] += 1
+    scored = [s for s in all_scored if not s.error]
+    fronts = _fronts(q, scored)
+    ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
+    if not ranked:
+        closest = _closest(q, scored)
+        note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
+        return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
+    recs = [
+        Recommendation(s.cand, s.best, slack=dict(s.best.slack), fallbacks=_lower(q, s))  # type: ignore[arg-type]
+        for s in _distinct(ranked)
+    ]
+    simulated = _verify(q, recs, say) if q.verify_top else 0
+    recs.sort(key=lambda r: _rank(q, r))
+    notes: list[str] = []
+    feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
+    if q.verify_top == 0:
+        notes.append("not simulated (verify_top: 0): figures are estimates")
+    elif not feasible:
+        sims = [r for r in recs if r.simulated is not None]
+        closest = max(sims, key=lambda r: min(r.slack.values()) if r.slack else 0.0)
+        closest.binding = min(closest.slack, key=closest.slack.__getitem__) if closest.slack else ""
+        recs = [closest] + [r for r in recs if r is not closest]
+        notes.append(
+            "no deployment meets the SLO in simulation: the closest simulated one and its binding constraint "
+            "are shown first"
+        )
+    return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
+
+
+def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, float, str]]]:
     fronts: dict[str, list[tuple[float, float, str]]] = {}
     for mode in q.modes:
         pts = [
-            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, describe(s.cand, p))
+            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, p.deployment.describe())
             for s in scored
             if s.cand.mode == mode
             for p in s.points
             if p.slack.get("ttft_p90_ms", 1) >= 1
         ]
         fronts[mode] = pareto(pts)
-    ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
-    if not ranked:
-        closest = _closest(q, scored)
-        recs = [closest] if closest else []
-        return Answer(
-            q,
-            len(cands),
-            pruned,
-            0,
-            recs,
-            False,
-            fronts,
-            ["no candidate meets the SLO; the closest one and its binding constraint are shown"],
-        )
-    recs = [Recommendation(s.cand, s.best, fallbacks=_lower(q, s)) for s in _distinct(ranked)]  # type: ignore[arg-type]
-    simulated = 0
-    if q.verify_top:
-        for r in recs[: q.verify_top]:
-            for point in [r.point, *r.fallbacks[:RETRIES]]:  # step down the batch until the p90s meet
-                say(f"simulating {describe(r.cand, point)} at batch {point.batch}")
-                r.point, r.verified = point, verify(q, r.cand, point)
-                simulated += 1
-                if r.verified.meets:
-                    break
-        # simulator-confirmed first, then not simulated, then those whose simulated p90s miss
-        recs.sort(
-            key=lambda r: (0 if r.verified and r.verified.meets else 2 if r.verified else 1, -objective(q, r.point))
-        )
-    feasible = any(r.verified is None or r.verified.meets for r in recs[: max(q.verify_top, 1)])
-    notes = [] if feasible else ["the simulator's p90s miss the SLO for every verified candidate"]
-    return Answer(q, len(cands), pruned, simulated, recs, feasible, fronts, notes)
+    return fronts
 
 
 RETRIES = 2  # lower operating points tried when the simulator's p90s miss the SLO
@@ -176,12 +244,7 @@ def _distinct(ranked: list[Scored], limit: int = 20) -> list[Scored]:
     return out
 
 
-def describe(c: Candidate, p: Point) -> str:
-    if c.mode == "aggregated":
-        return f"{p.decode_instances}x agg {c.decode.label}"
-    assert c.prefill is not None
-    return f"{p.prefill_instances}x prefill {c.prefill.label} + {p.decode_instances}x decode {c.decode.label}"
-
-
-def cost_per_mtok(q: Question, p: Point) -> float:
-    return q.price_per_gpu_hour / 3600 / max(p.out_tok_s_per_gpu, 1e-9) * 1e6 if p.out_tok_s_per_gpu else math.inf
+def cost_per_mtok(q: Question, r: Recommendation) -> float:
+    """USD per million output tokens at the throughput shown (simulated where simulated)."""
+    tput = r.metrics.output_tok_s_per_gpu
+    return q.price_per_gpu_hour / 3600 / tput * 1e6 if tput > 0 else math.inf

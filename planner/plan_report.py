@@ -3,73 +3,92 @@ HTML chart (plotly). Presentation only."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from planner.deployment import layout_label
 from planner.launch import launch_commands
-from planner.plan import Answer, Recommendation, cost_per_mtok, describe
+from planner.metrics import Metrics
+from planner.plan import Answer, Recommendation, cost_per_mtok
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
+FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
 
 
-def headroom(a: Answer, r: Recommendation) -> dict[str, float]:
-    """Target / predicted - 1 per SLO: from the simulator's p90 where it verified this
-    recommendation, else from the stage-1 estimate."""
-    targets = a.question.slo.targets()
-    out = {}
-    for k, slack in r.point.slack.items():
-        sim = getattr(r.verified, k, None) if r.verified is not None else None
-        out[k] = (targets[k] / sim if sim else slack) - 1
-    return out
+def _ms(m: Metrics, name: str) -> float | None:
+    """A latency as shown: the p90 when simulated, the mean when estimated."""
+    return m.latency_ms(name, "p90" if m.method == "simulate" else "mean")
 
 
-def rec_dict(a: Answer, r: Recommendation) -> dict[str, Any]:
-    p, c, v = r.point, r.cand, r.verified
+def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
+    """The one record of a recommendation; the rich table, JSON, CSV and the dashboard render
+    it and never recompute. `figures` says where the shown numbers come from."""
+    q, p, m, dep = a.question, r.point, r.metrics, r.deployment
+    est = p.metrics
+    prefill = dep.first("prefill")
+    main = dep.first("decode") or dep.first("aggregated")
+    assert main is not None
+    prec = main.instance.precision
     return {
-        "deployment": describe(c, p),
-        "mode": c.mode,
-        "gpus": p.gpus,
-        "decode_layout": c.decode.label,
-        "prefill_layout": c.prefill.label if c.prefill else None,
-        "decode_instances": p.decode_instances,
-        "prefill_instances": p.prefill_instances,
-        "precision": c.precision.model_dump(),
-        "mtp": c.mtp,
-        "kv_mem_fraction": c.mem_fraction,
+        "rank": rank,
+        "deployment": dep.describe(),
+        "mode": dep.mode,
+        "gpus": dep.gpus,
+        "decode_layout": layout_label(main.parallel),
+        "prefill_layout": layout_label(prefill.parallel) if prefill else None,
+        "decode_instances": main.instances,
+        "prefill_instances": prefill.instances if prefill else 0,
+        "precision": prec.model_dump(),
+        "precision_label": f"{prec.attention}/{prec.kv_cache}/{prec.moe}",
+        "mtp": main.instance.mtp is not None,
+        "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
-        "estimate": {
-            "ttft_ms": p.ttft_s * 1e3,
-            "tpot_ms": p.tpot_s * 1e3,
-            "e2e_ms": p.e2e_s * 1e3,
-            "output_tok_s_per_gpu": p.out_tok_s_per_gpu,
-            "output_tok_s_per_user": p.out_tok_s_per_user,
-            "output_tok_s": p.out_tok_s,
-        },
-        "simulated_p90": None
-        if v is None
-        else {
-            "ttft_ms": v.ttft_p90_ms,
-            "tpot_ms": v.tpot_p90_ms,
-            "e2e_ms": v.e2e_p90_ms,
-            "output_tok_s_per_gpu": v.out_tok_s_per_gpu,
-            "meets_slo": v.meets,
-            "requests": v.requests,
-        },
-        "headroom": {SLO_NAMES[k]: round(h, 4) for k, h in headroom(a, r).items()},
+        "figures": FIGURES[m.method],
+        "ttft_ms": _ms(m, "ttft"),
+        "tpot_ms": _ms(m, "tpot"),
+        "e2e_ms": _ms(m, "e2e"),
+        "output_tok_s_per_gpu": m.output_tok_s_per_gpu,
+        "output_tok_s_per_user": 1000.0 / _ms(m, "tpot") if _ms(m, "tpot") else None,
+        "output_tok_s": m.output_tok_s,
+        "meets_slo": r.meets if r.simulated is not None else p.meets,
+        "slo_verdict_by": m.method,
+        "headroom": {SLO_NAMES[k]: round(v - 1, 4) for k, v in r.slack.items()},
         "bottleneck": p.bottleneck,
-        "usd_per_million_output_tokens": cost_per_mtok(a.question, p),
+        "usd_per_million_output_tokens": cost_per_mtok(q, r),
         "binding_constraint": r.binding or None,
+        "estimate": {
+            "ttft_ms": est.ttft_s * 1e3,
+            "tpot_ms": est.tpot_s * 1e3,
+            "e2e_ms": est.e2e_s * 1e3,
+            "output_tok_s_per_gpu": est.output_tok_s_per_gpu,
+            "decode_batch_mean": est.decode_batch,
+        },
+        "simulated": None
+        if r.simulated is None
+        else {
+            "ttft_p90_ms": _ms(r.simulated, "ttft"),
+            "tpot_p90_ms": _ms(r.simulated, "tpot"),
+            "e2e_p90_ms": _ms(r.simulated, "e2e"),
+            "ttft_mean_ms": r.simulated.ttft_s * 1e3,
+            "tpot_mean_ms": r.simulated.tpot_s * 1e3,
+            "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
+            "requests": (r.simulated.summary or {}).get("requests_completed"),
+            "converged": (r.simulated.summary or {}).get("converged"),
+        },
     }
 
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
-    recs = [rec_dict(a, r) for r in a.recommendations]
+    recs = [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
     for r, d in zip(a.recommendations[:launch_top], recs, strict=False):
-        d["launch"] = launch_commands(a.question, r.cand, r.point)
+        d["launch"] = launch_commands(a.question, r)
     return {
         "question": a.question.model_dump(exclude={"simulation"}),
         "feasible": a.feasible,
@@ -77,71 +96,80 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
         "candidates": {"scored": a.scored, "pruned": dict(a.pruned), "simulated": a.simulated},
         "recommendations": recs,
         "pareto": {
-            mode: [{"output_tok_s_per_user": u, "output_tok_s_per_gpu": g, "deployment": lab} for u, g, lab in front]
+            mode: [
+                {"output_tok_s_per_user": u, "output_tok_s_per_gpu": g, "deployment": lab, "figures": "estimate"}
+                for u, g, lab in front
+            ]
             for mode, front in a.fronts.items()
         },
     }
 
 
+def table_rows(a: Answer) -> list[dict[str, Any]]:
+    """The recommendations as display rows (the rich table, the CSV and the dashboard)."""
+    rows = []
+    for i, r in enumerate(a.recommendations, 1):
+        d = record(a, r, i)
+        verdict = {True: "meets", False: "misses", None: "-"}[d["meets_slo"]]
+        head = " ".join(f"{k}{v:+.0%}" for k, v in d["headroom"].items())
+        if d["binding_constraint"]:
+            head += f" (binds: {SLO_NAMES.get(d['binding_constraint'], d['binding_constraint'])})"
+        rows.append(
+            {
+                "#": i,
+                "deployment": d["deployment"],
+                "GPUs": d["gpus"],
+                "precision": d["precision_label"],
+                "MTP": "yes" if d["mtp"] else "no",
+                "batch": d["batch_per_instance"],
+                "figures": d["figures"],
+                "TTFT ms": round(d["ttft_ms"], 1) if d["ttft_ms"] is not None else None,
+                "TPOT ms": round(d["tpot_ms"], 2) if d["tpot_ms"] is not None else None,
+                "tok/s/GPU": round(d["output_tok_s_per_gpu"], 1),
+                "tok/s/user": round(d["output_tok_s_per_user"], 1) if d["output_tok_s_per_user"] else None,
+                "SLO": f"{verdict} ({d['slo_verdict_by']})",
+                "headroom": head,
+                "bottleneck": d["bottleneck"],
+                "$/Mtok": round(d["usd_per_million_output_tokens"], 3),
+            }
+        )
+    return rows
+
+
+def csv_text(a: Answer) -> str:
+    rows = table_rows(a)
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
 def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     q = a.question
     con.print(
-        f"[bold]{q.model} on {q.hardware}[/bold], budget {q.budget} GPUs, {q.isl}/{q.osl} tokens, "
+        f"{q.model} on {q.hardware}, budget {q.budget} GPUs, {q.isl}/{q.osl} tokens, "
         f"SLO {', '.join(f'{SLO_NAMES[k]} p90 <= {v:g} ms' for k, v in q.slo.targets().items()) or 'none'}, "
-        f"optimize {q.optimize}"
+        f"optimize {q.optimize}",
+        markup=False,
     )
     pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common()) or "none"
-    con.print(f"{a.scored} candidates scored, pruned: {pruned}; {a.simulated} simulated")
-    if not a.feasible:
-        con.print("[yellow]" + "; ".join(a.notes) + "[/yellow]")
-    title = "recommendations" if a.feasible else "closest configuration"
-    t = Table(title=f"{title} (precision: attention/KV/experts; p90s simulated where sim says so)")
-    for col in (
-        "#",
-        "deployment",
-        "GPUs",
-        "precision",
-        "MTP",
-        "batch",
-        "TTFT p90",
-        "TPOT p90",
-        "tok/s/GPU",
-        "tok/s/user",
-        "SLO headroom",
-        "bottleneck",
-        "$/Mtok",
-        "sim",
-    ):
-        left = col in ("deployment", "precision", "SLO headroom", "bottleneck")
+    con.print(f"{a.scored} candidates scored, pruned: {pruned}; {a.simulated} simulated", markup=False)
+    for note in a.notes:
+        con.print(Text(note, style="yellow"))
+    title = "recommendations" if a.feasible else "closest configuration first"
+    t = Table(title=f"{title} (figures: simulated p90 where simulated, else estimate means)")
+    rows = table_rows(a)[:top]
+    for col in rows[0] if rows else ():
+        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO")
         t.add_column(col, justify="left" if left else "right", no_wrap=col != "deployment")
-    for i, r in enumerate(a.recommendations[:top], 1):
-        p, v = r.point, r.verified
-        ttft = v.ttft_p90_ms if v and v.ttft_p90_ms is not None else p.ttft_s * 1e3
-        tpot = v.tpot_p90_ms if v and v.tpot_p90_ms is not None else p.tpot_s * 1e3
-        head = " ".join(f"{SLO_NAMES[k]}{h:+.0%}" for k, h in headroom(a, r).items())
-        if r.binding:
-            head += f" (binds: {SLO_NAMES.get(r.binding, r.binding)})"
-        sim = "-" if v is None else ("[green]meets[/green]" if v.meets else "[red]misses[/red]")
-        prec = f"{r.cand.precision.attention}/{r.cand.precision.kv_cache}/{r.cand.precision.moe}"
-        t.add_row(
-            str(i),
-            describe(r.cand, p),
-            str(p.gpus),
-            prec,
-            "yes" if r.cand.mtp else "no",
-            f"{p.batch:,}",
-            f"{ttft:,.0f} ms",
-            f"{tpot:,.1f} ms",
-            f"{p.out_tok_s_per_gpu:,.0f}",
-            f"{p.out_tok_s_per_user:,.1f}",
-            head,
-            p.bottleneck,
-            f"{cost_per_mtok(q, p):,.2f}",
-            sim,
-        )
+    for row in rows:
+        cells = ("-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for v in row.values())
+        t.add_row(*(Text(c) for c in cells))
     con.print(t)
     for mode, front in a.fronts.items():
-        ft = Table(title=f"Pareto front, {mode}: tok/s/GPU vs tok/s/user (TTFT within SLO)")
+        ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user (TTFT within SLO)")
         for col in ("tok/s/user", "tok/s/GPU", "deployment"):
             ft.add_column(col, justify="left" if col == "deployment" else "right")
         for u, g, lab in front:
@@ -149,8 +177,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(ft)
     if a.recommendations:
         best = a.recommendations[0]
-        for engine, cmd in launch_commands(q, best.cand, best.point).items():
-            con.print(f"[bold]{engine}[/bold] launch for #1:")
+        for engine, cmd in launch_commands(q, best).items():
+            con.print(Text(f"{engine} launch for #1:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
 
 

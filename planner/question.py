@@ -8,7 +8,7 @@ SLO targets are p90s; the estimator screens on means and the simulator checks th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -77,6 +77,34 @@ DEFAULT_QUESTION = Question(
 )
 """`planner plan` with no arguments: DeepSeek-V3 on one GB200 NVL72 rack, 2k/1k tokens, an
 interactive SLO (p90 TTFT 2 s, p90 TPOT 50 ms = 20 tok/s per user); best throughput per GPU."""
+
+
+def build_question(
+    given: dict[str, Any] | None = None,
+    slo: dict[str, float | None] | None = None,
+    base: Question | None = None,
+    simulation: Any = None,
+) -> Question:
+    """The one way the CLI and the app turn what a user typed into a Question: start from `base`
+    (a question file) or the documented default question, then apply each field the user gave;
+    SLO targets are replaced one by one (`--tpot-p90 30` keeps the default TTFT target). A fixed
+    budget (`gpus`) replaces an upper bound (`max_gpus`) and vice versa; a rate replaces a
+    concurrency and vice versa."""
+    data = (base or DEFAULT_QUESTION).model_dump()
+    fields = {k: v for k, v in (given or {}).items() if v is not None}
+    for a, b in (("gpus", "max_gpus"), ("rate", "concurrency")):
+        if fields.get(a) is not None:
+            data[b] = None
+        if fields.get(b) is not None:
+            data[a] = None
+    data.update(fields)
+    targets = {k: v for k, v in (slo or {}).items() if v is not None}
+    if targets:
+        data["slo"] = {**data["slo"], **targets}
+    if simulation is not None:
+        data["simulation"] = simulation
+    data = {k: v for k, v in data.items() if v is not None}
+    return parse_question(data)
 
 
 def parse_question(data: object, where: str = "question") -> Question:

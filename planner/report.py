@@ -10,14 +10,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from planner.estimator import Estimate
 from planner.explain import Explanation
+from planner.metrics import Metrics
 from planner.validate import AnchorResult
 from roofline.step import CATEGORIES, StepCost
 
 
-def estimate_dict(e: Estimate) -> dict[str, Any]:
+def estimate_dict(e: Metrics) -> dict[str, Any]:
     return {
+        "method": e.method,
         "mode": e.mode,
         "gpus": e.gpus,
         "concurrency": round(e.concurrency, 2),
@@ -62,7 +63,7 @@ def step_dict(s: StepCost | None) -> dict[str, Any] | None:
     }
 
 
-def print_estimate(con: Console, title: str, e: Estimate) -> None:
+def print_estimate(con: Console, title: str, e: Metrics) -> None:
     t = Table(title=title, show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")

@@ -1,30 +1,75 @@
-"""Run the simulator on a resolved scenario: pools from the scenario's deployment, traffic from
-its workload and `simulation:` section. The estimator seeds the closed-loop ramp (clients start
-spread over one estimated E2E, as independent users would)."""
+"""Run the simulator on a resolved scenario: pools from its `Deployment`, traffic from its
+workload and `simulation:` section. The estimator seeds the closed-loop ramp (clients start
+spread over one estimated E2E, as independent users would).
+
+A run is checked for convergence: output throughput over the two halves of the measured window
+must agree within `CONVERGENCE`; if it does not and the request count was not fixed by the user,
+the run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
+`converged: false` with a warning.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from planner.defaults import Resolved
 from planner.estimator import estimate
+from planner.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
+
+CONVERGENCE = 0.05  # relative difference of throughput between the window's halves
+MAX_REQUESTS = 64_000
+MAX_DOUBLINGS = 3
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
     """Every pool of the deployment; a prefill step holds up to the token budget per DP rank."""
     return [
-        PoolDef(p.role, p.spec.instances, p.instance, res.max_prefill_tokens * p.instance.parallel.dp_attention)
-        for p in (res.all_pools or list(res.pools.values()))
+        PoolDef(p.role, p.instances, p.instance, p.instance.runtime.prefill_tokens_per_rank * p.parallel.dp_attention)
+        for p in res.deployment.pools
     ]
 
 
+def window_halves(result: SimResult) -> tuple[float, float]:
+    """Output tokens/s over the first and second half of the measured window."""
+    out = result.extra["out_tokens"]
+    t0, t1 = result.window
+    mid = 0.5 * (t0 + t1)
+    if t1 <= t0 or not len(out):
+        return 0.0, 0.0
+    first = out[(out[:, 0] >= t0) & (out[:, 0] < mid), 1].sum() / (mid - t0)
+    second = out[(out[:, 0] >= mid) & (out[:, 0] <= t1), 1].sum() / (t1 - mid)
+    return float(first), float(second)
+
+
+def _converged(result: SimResult) -> tuple[bool, float]:
+    a, b = window_halves(result)
+    gap = abs(a - b) / max(a, b) if max(a, b) > 0 else 0.0
+    return gap <= CONVERGENCE, gap
+
+
+def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any) -> SimResult:
+    try:
+        wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, base)
+    except ValueError as exc:
+        raise PlannerError(f"simulation: {exc}") from exc
+    return simulate(pool_defs(res), wl, cfg, res.deployment.same_domain, progress)
+
+
 def run_simulation(
-    res: Resolved, cfg: SimConfig | None = None, base: Path | None = None, progress: Any = None
+    res: Resolved,
+    cfg: SimConfig | None = None,
+    base: Path | None = None,
+    progress: Any = None,
+    extend: bool | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
-    cfg = cfg or res.scenario.simulation or SimConfig()
+    """Simulate; `extend` allows doubling the requests until the window converges (default: when
+    the request count was not set explicitly and no trace fixes it)."""
+    cfg = cfg or res.simulation or SimConfig()
     if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
         raise PlannerError("simulate: the workload needs concurrency or request_rate (or simulation.arrival)")
     if cfg.closed_loop_ramp_s is None and res.request_rate is None:
@@ -32,12 +77,39 @@ def run_simulation(
             ramp = estimate(res).e2e_s
         except PlannerError:
             ramp = 0.0
-        cfg = cfg.model_copy(update={"closed_loop_ramp_s": ramp})
-    try:
-        wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, base)
-    except ValueError as exc:
-        raise PlannerError(f"simulation: {exc}") from exc
-    same_domain = res.gpus <= res.hardware.scaleup.domain_gpus
-    result = simulate(pool_defs(res), wl, cfg, same_domain, progress)
-    slo = res.scenario.slo.model_dump() if res.scenario.slo else None
-    return result, summarize(result, slo)
+        cfg = cfg.model_copy(update={"closed_loop_ramp_s": ramp if np.isfinite(ramp) else 0.0})
+    pinned = not extend if extend is not None else ("requests" in cfg.model_fields_set or cfg.trace is not None)
+    result = _once(res, cfg, base, progress)
+    ok, gap = _converged(result)
+    doublings = 0
+    while not ok and not pinned and doublings < MAX_DOUBLINGS and cfg.requests * 2 <= MAX_REQUESTS:
+        cfg = cfg.model_copy(update={"requests": cfg.requests * 2})
+        result = _once(res, cfg, base, progress)
+        ok, gap = _converged(result)
+        doublings += 1
+    slo = res.slo.model_dump() if res.slo else None
+    summary = summarize(result, slo)
+    summary["requests"] = cfg.requests
+    summary["converged"] = ok
+    summary["halves_gap"] = round(gap, 4)
+    if not ok:
+        summary["warning"] = (
+            f"throughput differs by {gap:.0%} between the halves of the measured window: the run has not "
+            f"reached a steady state; use more requests (--requests) for steady-state figures"
+        )
+    return result, summary
+
+
+def simulated_metrics(res: Resolved, summary: dict[str, Any]) -> Metrics:
+    """A simulation's summary as the planner's one metrics type (means, and p90s)."""
+
+    def s(name: str, stat: str) -> float | None:
+        v = summary[f"{name}_ms"][stat]
+        return None if v is None else v / 1e3
+
+    m = Metrics("simulate", res.deployment.mode, summary["gpus"], res.concurrency or 0.0)
+    m.ttft_s, m.tpot_s, m.e2e_s = (s(k, "mean") or 0.0 for k in ("ttft", "tpot", "e2e"))
+    m.p90_s = {k: s(k, "p90") for k in ("ttft", "tpot", "e2e")}
+    m.input_tok_s, m.output_tok_s = summary["input_tok_s"], summary["output_tok_s"]
+    m.assumed, m.summary = list(res.assumed), summary
+    return m

@@ -11,43 +11,36 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
+
+from pydantic import ValidationError
 
 from planner.defaults import mtp_acceptance
+from planner.deployment import Deployment, Pool, make_pool
 from planner.question import Question
+from planner.steps import memory
+from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
-from roofline.deployment import InstanceSpec, MTPConfig, Parallelism, RuntimeOptions
+from roofline.deployment import MTPConfig, Parallelism
 from roofline.errors import PlannerError
-from roofline.memory import plan_memory
 from roofline.precision import PrecisionMix
 
 WIDE_EP = (16, 24, 32, 40, 48, 56, 64, 72, 96, 128, 144)
+MTP_DRAFTS = 3  # drafts the search tries when MTP is on (the engines' DeepSeek recipes)
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
-    gpus: int
-    tp: int = 1
-    dp: int = 1
-    ep: int = 1
-    pp: int = 1
-
-    @property
-    def label(self) -> str:
-        parts = [
-            f"TP{self.tp}" if self.tp > 1 or self.dp == 1 else "",
-            f"DP{self.dp}" if self.dp > 1 else "",
-            f"EP{self.ep}" if self.ep > 1 else "",
-            f"PP{self.pp}" if self.pp > 1 else "",
-        ]
-        return " ".join(p for p in parts if p)
+def lay(gpus: int, tp: int = 1, dp: int = 1, ep: int = 1, pp: int = 1) -> Parallelism:
+    return Parallelism(gpus=gpus, tp=tp, dp_attention=dp, ep=ep, pp=pp)
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """A deployment shape without instance counts (the score sizes them)."""
+
     mode: str
-    decode: Layout  # the aggregated instance, or the decode pool's instance
-    prefill: Layout | None
+    decode: Parallelism  # the aggregated instance, or the decode pool's instance
+    prefill: Parallelism | None
     precision: PrecisionMix
     mtp: bool
     mem_fraction: float
@@ -58,28 +51,49 @@ class Candidate:
         return f"attn {p.attention}/kv {p.kv_cache}, dense {p.dense}, experts {p.moe}"
 
 
-def _layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Layout]:
+@cache
+def pool(model: str, hardware: str, engine: str, role: str, par: Parallelism, prec: PrecisionMix, mtp: bool,
+         frac: float) -> Pool:
+    """One instance of a pool as the search prices it: the same `make_pool` scenario resolution
+    uses, with the engine profile's runtime options and the candidate's KV memory fraction."""
+    m, hw = get_model(model), get_hardware(hardware)
+    spec = MTPConfig(draft_tokens=MTP_DRAFTS, accepted_tokens=mtp_acceptance(MTP_DRAFTS)) if mtp else None
+    return make_pool(engine, role, 1, par, m, hw, prec, spec, {"mem_fraction": frac})
+
+
+def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1) -> Deployment:
+    """The candidate as a Deployment with the given instance counts."""
+    args = (q.model, q.hardware, q.engine)
+    if c.prefill is None:
+        agg = pool(*args, "aggregated", c.decode, c.precision, c.mtp, c.mem_fraction)
+        return Deployment(q.engine, (replace(agg, instances=n_decode),))
+    pre = pool(*args, "prefill", c.prefill, c.precision, False, c.mem_fraction)
+    dec = pool(*args, "decode", c.decode, c.precision, c.mtp, c.mem_fraction)
+    return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
+
+
+def _layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Parallelism]:
     node = min(hw.gpus_per_node * 2, 8) if hw.scaleup.domain_gpus > 1 else hw.gpus_per_node
-    out: list[Layout] = []
+    out: list[Parallelism] = []
     tps = [g for g in (1, 2, 4, 8) if g <= min(budget, node)]
     if m.moe is None:
         for tp in tps:
-            out.append(Layout(tp, tp=tp))
+            out.append(lay(tp, tp=tp))
             if 2 * tp <= budget and tp >= 4:
-                out.append(Layout(2 * tp, tp=tp, pp=2))
+                out.append(lay(2 * tp, tp=tp, pp=2))
         return out
     experts = m.moe.num_experts
     for g in tps:
-        out.append(Layout(g, tp=g, ep=g))
+        out.append(lay(g, tp=g, ep=g))
     wide = [g for g in (2, 4, 8, *WIDE_EP) if (g <= budget and experts % g == 0) or g in (24, 48, 72, 144)]
     cap = 16 if role == "prefill" else budget
     for g in wide:
         if 2 <= g <= min(budget, cap):
-            out.append(Layout(g, dp=g, ep=g))
+            out.append(lay(g, dp=g, ep=g))
     for g in (4, 8):  # pipeline over two groups where one group cannot hold the model
         if 2 * g <= budget:
-            out.append(Layout(2 * g, tp=g, ep=g, pp=2))
-    return sorted(set(out), key=lambda lay: (lay.gpus, lay.pp, lay.dp))
+            out.append(lay(2 * g, tp=g, ep=g, pp=2))
+    return sorted(set(out), key=lambda p: (p.gpus, p.pp, p.dp_attention))
 
 
 def _precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
@@ -102,50 +116,22 @@ def _precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
     ]
 
 
-def instance(
-    engine: str, m: ModelSpec, hw: HardwareSpec, lay: Layout, prec: PrecisionMix, mtp: bool, frac: float, role: str
-) -> InstanceSpec:
-    """The step-cost instance of a layout, with the engine's runtime defaults. Weight offload to
-    host is considered for SGLang prefill instances only (seed 000); a decode step cannot hide
-    streaming the weights."""
-    wide = lay.ep > 1 and lay.dp > 1
-    rt = RuntimeOptions(
-        cuda_graphs=True,
-        comm_overlap=0.5 if wide else 0.0,
-        mem_fraction=frac,
-        redundant_experts=32 if wide and lay.ep > 8 and engine == "sglang" else 0,
-        kv_from_free_memory=engine == "trtllm",
-        pdl=engine == "trtllm",
-        offload=None if engine == "sglang" and role == "prefill" else False,
-    )
-    spec = MTPConfig(draft_tokens=3, accepted_tokens=mtp_acceptance(3)) if mtp and role != "prefill" else None
-    return InstanceSpec(
-        model=m,
-        hardware=hw,
-        precision=prec,
-        runtime=rt,
-        mtp=spec,
-        parallel=Parallelism(gpus=lay.gpus, tp=lay.tp, dp_attention=lay.dp, ep=lay.ep, pp=lay.pp),
-    )
-
-
 def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candidate], Counter[str]]:
     """All candidates whose instances fit in memory, and the count of pruned ones by reason."""
     pruned: Counter[str] = Counter()
-    fits: dict[tuple[Layout, PrecisionMix, bool, float, str], bool] = {}
+    fits: dict[tuple[Parallelism, PrecisionMix, bool, float, str], bool] = {}
 
-    def ok(lay: Layout, prec: PrecisionMix, mtp: bool, frac: float, role: str) -> bool:
-        key = (lay, prec, mtp, frac, role)
+    def ok(par: Parallelism, prec: PrecisionMix, mtp: bool, frac: float, role: str) -> bool:
+        key = (par, prec, mtp, frac, role)
         if key not in fits:
             try:
-                plan = plan_memory(
-                    instance(q.engine, m, hw, lay, prec, mtp, frac, role), kv_needed_tokens=q.isl + q.osl
-                )
-                fits[key] = plan.max_seqs(q.isl + q.osl) >= 1
+                p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac)
+                need = q.isl + q.osl if role != "prefill" else 2 * p.instance.runtime.prefill_tokens_per_rank
+                fits[key] = memory(p, need).max_seqs(q.isl + q.osl) >= 1
                 if not fits[key]:
                     pruned["KV pool holds no sequence"] += 1
-            except PlannerError as exc:
-                pruned[type(exc).__name__] += 1
+            except (PlannerError, ValidationError) as exc:
+                pruned[_reason(exc)] += 1
                 fits[key] = False
         return fits[key]
 
@@ -155,7 +141,7 @@ def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candid
     prefill_layouts = _layouts(m, hw, q.budget, "prefill")
     for cand in _enumerate(q, decode_layouts, prefill_layouts, _precisions(m, hw), mtps):
         if cand.decode.pp > 1 and ok(
-            Layout(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),
+            lay(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),
             cand.precision,
             cand.mtp,
             cand.mem_fraction,
@@ -175,8 +161,17 @@ def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candid
     return out, pruned
 
 
+def _reason(exc: Exception) -> str:
+    """A pruning reason: the error's kind (memory, layout), not its numbers."""
+    if isinstance(exc, ValidationError):
+        return "layout does not fit the model"
+    return {"InsufficientMemoryError": "weights do not fit", "KVCacheCapacityError": "KV pool holds no sequence"}.get(
+        type(exc).__name__, type(exc).__name__
+    )
+
+
 def _enumerate(
-    q: Question, dec: list[Layout], pre: list[Layout], precs: list[PrecisionMix], mtps: list[bool]
+    q: Question, dec: list[Parallelism], pre: list[Parallelism], precs: list[PrecisionMix], mtps: list[bool]
 ) -> Iterator[Candidate]:
     for prec in precs:
         for frac in q.kv_mem_fractions:

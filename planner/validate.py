@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from planner.defaults import Resolved, resolve
-from planner.estimator import Estimate, estimate, max_users_at_slo
+from planner.estimator import estimate, max_users_at_slo
+from planner.metrics import Metrics
 from planner.scenario import Scenario, ScenarioError, load_yaml, parse_as
 from planner.simulate import run_simulation
 from roofline.errors import PlannerError
@@ -68,7 +69,7 @@ class AnchorResult:
     tolerance: float = 0.15
 
 
-def metric_value(metric: str, est: Estimate) -> float:
+def metric_value(metric: str, est: Metrics) -> float:
     step = est.decode_step
     values: dict[str, Any] = {
         "input_tok_s_per_gpu": est.input_tok_s_per_gpu,
@@ -133,7 +134,7 @@ def simulated_value(metric: str, res: Resolved) -> float:
     (e.g. a measured engine's request count and start pattern), else ten requests per client (at
     least 50), seed 0; means over the measured window."""
     conc = res.concurrency or 1.0
-    given = res.scenario.simulation
+    given = res.simulation
     cfg = given if given is not None else SimConfig(requests=max(50, int(10 * conc)))
     _, m = run_simulation(res, cfg)
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):

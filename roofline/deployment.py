@@ -8,6 +8,8 @@ over `gpus / pp / ep` ranks (expert tensor parallelism); `pp` pipeline stages sp
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from roofline.catalog.schema import HardwareSpec, ModelSpec, StrictModel
@@ -83,6 +85,12 @@ class RuntimeOptions(StrictModel):
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
     step_overhead_us: float = Field(default=0.0, ge=0)  # host time per step the GPU waits for
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
+    # Scheduler settings (planner/engines/*.yaml): tokens one attention-DP rank prefills per step,
+    # requests one rank runs at most (None: what the KV pool holds), the policy, the graph batch limit.
+    prefill_tokens_per_rank: int = Field(default=16384, gt=0)
+    max_running_per_rank: int | None = Field(default=None, gt=0)
+    scheduler: Literal["prefill_first", "mixed"] = "prefill_first"
+    cuda_graph_max_batch_per_rank: int = Field(default=512, gt=0)
 
     @property
     def launch_gap_s(self) -> float:

@@ -35,7 +35,7 @@ def test_changing_the_slo_changes_the_answer():
     tight = _run(**{"TPOT ms": 20.0})
     assert not tight.exception
     first = lambda at: at.dataframe[0].value.iloc[0]["deployment"]  # noqa: E731
-    batch = lambda at: at.dataframe[0].value.iloc[0]["batch/instance"]  # noqa: E731
+    batch = lambda at: at.dataframe[0].value.iloc[0]["batch"]  # noqa: E731
     assert (first(loose), batch(loose)) != (first(tight), batch(tight))
 
 
@@ -52,7 +52,7 @@ def test_a_what_if_changes_the_metrics_against_the_plan():
     at.selectbox(key="kva").select("bf16").run()
     assert not at.exception
     deltas = {m.label: m.delta for m in at.metric}
-    assert deltas["TPOT ms"] != "+0.0 vs plan"
+    assert deltas["TPOT ms (estimate, mean)"] != "+0.0 vs plan"
 
 
 def test_an_impossible_what_if_is_a_message_not_a_traceback():

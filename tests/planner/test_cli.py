@@ -132,7 +132,7 @@ def test_mixed_instance_sizes_all_serve_requests():
     from simulator import SimConfig
 
     res = resolve(load_scenario(EXAMPLES / "deepseek-v3-h200-trace-replay.yaml"), EXAMPLES)
-    assert {p.spec.gpus_per_instance for p in res.all_pools if p.role == "decode"} == {8, 16}
+    assert {p.gpus_per_instance for p in res.deployment.of("decode")} == {8, 16}
     result, _ = run_simulation(res, SimConfig(requests=400, seed=1, router="round_robin"))
     used = set(result.table.decode_instance.tolist())
     assert {result.instances[u][1] for u in used} == {1, 2}  # both decode pools took requests

@@ -22,7 +22,7 @@ def _with(**kw):
 
 def test_a_valid_scenario_resolves():
     res = resolve(parse_scenario(BASE))
-    assert res.pools["aggregated"].instance.parallel.gpus == 8
+    assert res.deployment.first("aggregated").instance.parallel.gpus == 8
 
 
 def test_negative_lengths_name_the_field():
@@ -81,5 +81,5 @@ def test_unknowns_are_filled_and_reported():
     res = resolve(parse_scenario(_with(engine="trtllm", mtp="unknown", workload={"concurrency": 1})))
     assert res.isl == 1024
     assert res.osl == 1024
-    assert any(a.startswith("mtp: engine default for trtllm") for a in res.assumed)
-    assert res.pools["aggregated"].instance.mtp is not None
+    assert any(a.startswith("mtp: 3 draft tokens") for a in res.assumed)
+    assert res.deployment.first("aggregated").instance.mtp is not None

@@ -1,0 +1,131 @@
+"""The one deployment type: pools of a role (prefill, decode or aggregated), each a number of
+identical instances with one `InstanceSpec` (model, GPU, parallelism, precision, engine runtime
+options, MTP). Scenario resolution (`planner.defaults.resolve`) and the planner's search both
+build it with `make_pool`; the estimator, the simulator, explain, launch and the dashboard read
+it. It holds no traffic and no results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.engines import runtime_options
+from roofline.catalog.schema import HardwareSpec, ModelSpec
+from roofline.deployment import InstanceSpec, MTPConfig, Parallelism
+from roofline.precision import PrecisionMix
+
+ROLES = ("prefill", "decode", "aggregated")
+
+
+def layout_label(p: Parallelism) -> str:
+    """TP4 EP4, DP32 EP32, TP8 EP8 PP2, ..."""
+    parts = [
+        f"TP{p.tp}" if p.tp > 1 or p.dp_attention == 1 else "",
+        f"DP{p.dp_attention}" if p.dp_attention > 1 else "",
+        f"EP{p.ep}" if p.ep > 1 else "",
+        f"PP{p.pp}" if p.pp > 1 else "",
+    ]
+    return " ".join(x for x in parts if x)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pool:
+    role: str  # prefill | decode | aggregated
+    instances: int
+    instance: InstanceSpec
+
+    @property
+    def parallel(self) -> Parallelism:
+        return self.instance.parallel
+
+    @property
+    def gpus_per_instance(self) -> int:
+        return self.instance.parallel.gpus
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.gpus_per_instance
+
+    @property
+    def label(self) -> str:
+        return f"{self.instances}x {self.role} {layout_label(self.parallel)}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Deployment:
+    engine: str
+    pools: tuple[Pool, ...]
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.pools[0].instance.model
+
+    @property
+    def hardware(self) -> HardwareSpec:
+        return self.pools[0].instance.hardware
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pools)
+
+    @property
+    def mode(self) -> str:
+        roles = {p.role for p in self.pools}
+        if "aggregated" in roles:
+            return "aggregated"
+        return "disaggregated" if roles == {"prefill", "decode"} else next(iter(roles))
+
+    @property
+    def same_domain(self) -> bool:
+        """All GPUs inside one NVLink domain (KV moves over NVLink, not the NIC)."""
+        return self.gpus <= self.hardware.scaleup.domain_gpus
+
+    def of(self, role: str) -> list[Pool]:
+        return [p for p in self.pools if p.role == role]
+
+    def first(self, role: str) -> Pool | None:
+        return next((p for p in self.pools if p.role == role), None)
+
+    def resized(self, counts: dict[str, int]) -> Deployment:
+        """The same pools with the first pool of each named role at a new instance count."""
+        done: set[str] = set()
+        pools = []
+        for p in self.pools:
+            if p.role in counts and p.role not in done:
+                pools.append(replace(p, instances=counts[p.role]))
+                done.add(p.role)
+            else:
+                pools.append(p)
+        return Deployment(self.engine, tuple(pools))
+
+    def describe(self) -> str:
+        if self.mode == "aggregated":
+            return " + ".join(f"{p.instances}x agg {layout_label(p.parallel)}" for p in self.pools)
+        return " + ".join(f"{p.instances}x {p.role} {layout_label(p.parallel)}" for p in self.pools)
+
+
+def make_pool(
+    engine: str,
+    role: str,
+    instances: int,
+    parallel: Parallelism,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    precision: PrecisionMix,
+    mtp: MTPConfig | None,
+    stated_runtime: dict[str, object] | None = None,
+    note: list[str] | None = None,
+) -> Pool:
+    """One pool with the engine's runtime options for it (planner.engines.runtime_options); a
+    prefill pool never drafts MTP tokens. Raises pydantic/DeploymentError for layouts that do not
+    fit the model or the hardware."""
+    rt = runtime_options(engine, role, parallel, hw, stated_runtime, note)
+    inst = InstanceSpec(
+        model=model,
+        hardware=hw,
+        parallel=parallel,
+        precision=precision,
+        runtime=rt,
+        mtp=mtp if role != "prefill" else None,
+    )
+    return Pool(role, instances, inst)

@@ -1,0 +1,160 @@
+"""Engine behaviour as data: one profile per engine (`sglang.yaml`, `vllm.yaml`, `trtllm.yaml`,
+`other.yaml`), each value with its source, and per-architecture overrides.
+
+`runtime_options(engine, role, parallel, hardware, spec, note)` is the one place that turns an
+engine, a pool and a GPU into the step model's `RuntimeOptions`; scenario resolution and the
+planner's search both call it, so a deployment is priced and simulated with the same options.
+Values a scenario states (`runtime:` section) win over the profile; every profile value used
+for a field the scenario left unknown is noted with its source. This module does not model the
+engines; it only says how they are configured.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from roofline.catalog.schema import HardwareSpec
+from roofline.deployment import Parallelism, RuntimeOptions
+
+DATA = Path(__file__).parent
+ENGINES = ("sglang", "trtllm", "vllm", "other")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SBool(_Strict):
+    value: bool
+    source: str
+
+
+class SFloat(_Strict):
+    value: float
+    source: str
+
+
+class SInt(_Strict):
+    value: int
+    source: str
+
+
+class SOptInt(_Strict):
+    value: int | None
+    source: str
+
+
+class SScheduler(_Strict):
+    value: Literal["prefill_first", "mixed"]
+    source: str
+
+
+class ArchOverride(_Strict):
+    cuda_graphs: SBool | None = None
+    pdl: SBool | None = None
+    mem_fraction: SFloat | None = None
+
+
+class EngineProfile(_Strict):
+    engine: str
+    version: str
+    mem_fraction: SFloat
+    kv_from_free_memory: SBool
+    cuda_graphs: SBool
+    cuda_graph_max_batch_per_rank: SInt
+    pdl: SBool
+    comm_overlap_wide_ep: SFloat
+    redundant_experts_wide_ep: SInt
+    host_offload: SBool
+    scheduler: SScheduler
+    prefill_tokens_per_rank: SInt
+    max_running_per_rank: SOptInt
+    mtp_default: SInt
+    arch: dict[str, ArchOverride] = {}
+
+    def for_arch(self, arch: str) -> EngineProfile:
+        over = self.arch.get(arch)
+        if over is None:
+            return self
+        return self.model_copy(update={k: v for k, v in over if v is not None})
+
+
+@cache
+def profile(engine: str) -> EngineProfile:
+    """The engine's profile (raises KeyError-free ValueError for an unknown engine)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: allowed {', '.join(ENGINES)}")
+    return EngineProfile.model_validate(yaml.safe_load((DATA / f"{engine}.yaml").read_text()))
+
+
+def wide_ep(parallel: Parallelism) -> bool:
+    """Expert parallelism with attention data parallelism (DeepEP-style dispatch/combine)."""
+    return parallel.ep > 1 and parallel.dp_attention > 1
+
+
+def runtime_options(
+    engine: str,
+    role: str,
+    parallel: Parallelism,
+    hw: HardwareSpec,
+    stated: dict[str, object] | None = None,
+    note: list[str] | None = None,
+) -> RuntimeOptions:
+    """RuntimeOptions for one pool: the engine profile for `hw.arch`, with `stated` values (a
+    scenario's known `runtime:` fields, already validated) taking precedence. Profile values used
+    for fields the scenario did not state are appended to `note` with their source."""
+    p = profile(engine).for_arch(hw.arch)
+    stated = dict(stated or {})
+    say = note if note is not None else []
+    wide = wide_ep(parallel)
+    chosen: dict[str, tuple[object, str]] = {
+        "cuda_graphs": (p.cuda_graphs.value, p.cuda_graphs.source),
+        "mem_fraction": (p.mem_fraction.value, p.mem_fraction.source),
+        "comm_overlap": (p.comm_overlap_wide_ep.value if wide else 0.0, p.comm_overlap_wide_ep.source),
+        "redundant_experts": (
+            p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 else 0,
+            p.redundant_experts_wide_ep.source,
+        ),
+        "prefill_tokens_per_rank": (p.prefill_tokens_per_rank.value, p.prefill_tokens_per_rank.source),
+        "max_running_per_rank": (p.max_running_per_rank.value, p.max_running_per_rank.source),
+        "scheduler": (p.scheduler.value, p.scheduler.source),
+    }
+    values: dict[str, object] = {}
+    for key, (value, source) in chosen.items():
+        if key in stated:
+            values[key] = stated.pop(key)
+            continue
+        values[key] = value
+        if _worth_noting(key, value, wide):
+            say.append(f"runtime.{key}: {value} ({engine} default: {source})")
+    offload = stated.pop("offload", None)
+    if offload is None:  # host offload with prefetch: prefill pools of engines that implement it
+        offload = None if p.host_offload.value and role == "prefill" else False
+    values.update(
+        offload=offload,
+        kv_from_free_memory=p.kv_from_free_memory.value,
+        pdl=p.pdl.value,
+        cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
+    )
+    values.update(stated)  # measured engine costs and kernel overrides a scenario states
+    return RuntimeOptions.model_validate(values)
+
+
+def _worth_noting(key: str, value: object, wide: bool) -> bool:
+    """Notes for the defaults that move numbers; zero overlap and redundancy outside wide EP are
+    not choices."""
+    if key in ("comm_overlap", "redundant_experts"):
+        return wide and bool(value)
+    return key in ("cuda_graphs", "mem_fraction", "prefill_tokens_per_rank", "scheduler") and (
+        key != "cuda_graphs" or not value
+    )
+
+
+def mtp_default_drafts(engine: str) -> tuple[int, str]:
+    p = profile(engine).mtp_default
+    return p.value, p.source

@@ -1,0 +1,59 @@
+"""The one metrics type of a deployment under traffic, whichever model produced it.
+
+`method` says where the numbers come from: `estimate` (the steady-state model,
+`planner.estimator`: means only) or `simulate` (the discrete-event simulation: means and
+percentiles over the measured window). Renderers show `method` beside every figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline.memory import MemoryPlan
+from roofline.step import StepCost
+
+
+@dataclass(slots=True)
+class Metrics:
+    method: str  # estimate | simulate
+    mode: str  # prefill | decode | aggregated | disaggregated
+    gpus: int
+    concurrency: float  # mean requests in flight
+    ttft_s: float = 0.0  # means
+    tpot_s: float = 0.0
+    e2e_s: float = 0.0
+    input_tok_s: float = 0.0
+    output_tok_s: float = 0.0
+    decode_batch: float = 0.0  # sequences per decode (or aggregated) instance
+    decode_step: StepCost | None = None
+    prefill_step: StepCost | None = None
+    memory: dict[str, MemoryPlan] = field(default_factory=dict)
+    saturated: bool = False  # the offered load exceeds what the deployment serves
+    limit: str = ""  # the resource that binds, if any (e.g. "prefill pool at capacity")
+    assumed: list[str] = field(default_factory=list)
+    p90_s: dict[str, float | None] = field(default_factory=dict)  # simulate: ttft/tpot/e2e p90
+    summary: dict[str, Any] | None = None  # simulate: the simulator's full summary
+
+    @property
+    def output_tok_s_per_gpu(self) -> float:
+        return self.output_tok_s / self.gpus
+
+    @property
+    def input_tok_s_per_gpu(self) -> float:
+        return self.input_tok_s / self.gpus
+
+    @property
+    def total_tok_s_per_gpu(self) -> float:
+        return (self.input_tok_s + self.output_tok_s) / self.gpus
+
+    @property
+    def output_tok_s_per_user(self) -> float:
+        return 1.0 / self.tpot_s if self.tpot_s else 0.0
+
+    def latency_ms(self, name: str, stat: str = "p90") -> float | None:
+        """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only."""
+        if stat == "p90":
+            v = self.p90_s.get(name)
+            return None if v is None else v * 1e3
+        return float(getattr(self, f"{name}_s")) * 1e3

@@ -1,0 +1,125 @@
+"""Step costs of a pool's instance for the steady-state model, memoized.
+
+Decode steps at an integer batch, prefill steps of whole (or chunked) prompts up to the
+engine's token budget, and KV capacity, all from `roofline.step.step_cost` and
+`roofline.memory.plan_memory`. Caches are keyed by the instance object (kept alive alongside)
+and the batch shape, so a search that prices one instance at many operating points pays once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from planner.deployment import Pool
+from roofline.batch import StepBatch
+from roofline.deployment import InstanceSpec
+from roofline.memory import MemoryPlan, plan_memory
+from roofline.step import StepCost, step_cost
+
+_CACHE: dict[tuple[Any, ...], Any] = {}
+_KEEP: dict[int, InstanceSpec] = {}  # holds each keyed instance so its id() is never reused
+MAX_ENTRIES = 400_000
+
+
+def _memo(inst: InstanceSpec, key: tuple[Any, ...], make: Any) -> Any:
+    full = (id(inst), *key)
+    hit = _CACHE.get(full)
+    if hit is None:
+        if len(_CACHE) > MAX_ENTRIES:
+            _CACHE.clear()
+            _KEEP.clear()
+        _KEEP[id(inst)] = inst
+        hit = _CACHE[full] = make()
+    return hit
+
+
+def drafts(pool: Pool) -> int:
+    return pool.instance.mtp.draft_tokens if pool.instance.mtp else 0
+
+
+def tokens_per_step(pool: Pool) -> float:
+    return pool.instance.mtp.tokens_per_step if pool.instance.mtp else 1.0
+
+
+def memory(pool: Pool, kv_needed_tokens: float = 0.0) -> MemoryPlan:
+    inst = pool.instance
+    return _memo(inst, ("mem", kv_needed_tokens), lambda: plan_memory(inst, kv_needed_tokens=kv_needed_tokens))
+
+
+def decode_capacity(pool: Pool, ctx: float) -> int:
+    """Sequences of `ctx` tokens one instance holds (all its attention-DP groups), capped by the
+    engine's running-request limit per rank."""
+    inst = pool.instance
+    dp = inst.parallel.dp_attention
+    cap = memory(pool).max_seqs(ctx) * dp
+    limit = inst.runtime.max_running_per_rank
+    return min(cap, limit * dp) if limit else cap
+
+
+def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
+    """One decode step of one instance at `batch` sequences (rounded up); with pp, the batch is
+    split into pp micro-batches and the step is the pipeline latency of one of them x pp stages."""
+    inst = pool.instance
+    pp = inst.parallel.pp
+    seqs = max(1, math.ceil(batch / pp - 1e-9))
+    return _memo(inst, ("dec", seqs, kv_len), lambda: _decode(inst, seqs, kv_len, drafts(pool)))
+
+
+def _decode(inst: InstanceSpec, seqs: int, kv_len: float, n_drafts: int) -> StepCost:
+    pp = inst.parallel.pp
+    cost = step_cost(inst, StepBatch.decode(seqs, kv_len, n_drafts))
+    if pp == 1:
+        return cost
+    return StepCost(
+        cost.stage_time_s * pp + (cost.time_s - cost.stage_time_s * pp) / pp,
+        cost.stage_time_s,
+        cost.ops,
+        cost.tokens * pp,
+        cost.hidden_comm_s,
+        cost.notes,
+    )
+
+
+def decode_time(pool: Pool, batch: float, kv_len: float) -> float:
+    """Decode step time at a fractional mean batch: linear between the integer batches around
+    it (a mean batch of 7.5 alternates 7 and 8), so the steady state is continuous in the batch."""
+    b = max(batch, 1.0)
+    lo = math.floor(b)
+    t_lo = decode_step(pool, lo, kv_len).time_s
+    if b == lo:
+        return t_lo
+    return t_lo + (b - lo) * (decode_step(pool, lo + 1, kv_len).time_s - t_lo)
+
+
+def prefill_budget(pool: Pool) -> int:
+    return pool.instance.runtime.prefill_tokens_per_rank
+
+
+def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[StepCost, int]:
+    """A prefill step of whole requests, up to the token budget per attention-DP rank; returns the
+    step and the number of requests it completes. Prompts longer than the budget are chunked."""
+    dp = pool.instance.parallel.dp_attention
+    budget = prefill_budget(pool)
+    per_rank = max(1, budget // isl) if isl <= budget else 1
+    if n_requests is not None:
+        per_rank = max(1, min(per_rank, math.ceil(n_requests / dp)))
+    inst = pool.instance
+    return _memo(inst, ("pre", isl, per_rank), lambda: _prefill(pool, isl, per_rank, budget))
+
+
+def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost, int]:
+    inst = pool.instance
+    dp = inst.parallel.dp_attention
+    if isl <= budget:
+        off = memory(pool, 2 * per_rank * isl).offloaded_bytes
+        return step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off), per_rank * dp
+    off = memory(pool, 2 * isl).offloaded_bytes
+    total, prefix, last = 0.0, 0, None
+    while prefix < isl:
+        n = min(budget, isl - prefix)
+        last = step_cost(inst, StepBatch.prefill([(n, prefix)] * dp), off)
+        total += last.time_s
+        prefix += n
+    assert last is not None
+    return StepCost(total, total, last.ops, isl * dp, last.hidden_comm_s, last.notes), dp
