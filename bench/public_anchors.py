@@ -209,10 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    paths = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
+    given = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
+    paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
     rows, tabs = run(paths, args.split, args.jobs)
     print(render(tabs))
-    save(args.out, {"split": args.split, "files": [str(p) for p in paths], "tables": tabs, "rows": rows})
+    files = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in paths]
+    save(args.out, {"split": args.split, "files": files, "tables": tabs, "rows": rows})
     print(f"\nsaved {args.out}")
     return 0
 
