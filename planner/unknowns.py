@@ -36,6 +36,11 @@ THROUGHPUT = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gp
 LATENCY = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
 
 
+def _scenario_data(s: Scenario) -> dict[str, Any]:
+    """The scenario fields of `s` (an anchor carries more)."""
+    return s.model_dump(include=set(Scenario.model_fields))
+
+
 def default_gpus(hw: HardwareSpec) -> int:
     """The shape engines commonly run when the GPU count is not stated: the NVLink domain of an
     NVL72 rack, else one node."""
@@ -121,7 +126,7 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
     roles = [r for r in ROLES if s.deployment.present(r)] or ["aggregated"]
     if s.phase != "end-to-end" and s.phase not in roles:
         roles = ["prefill", "decode"]
-    data = s.model_dump()
+    data = _scenario_data(s)
     data.update(model=_model_ref(s, base_dir), deployment={r: one for r in roles})
     res = resolve(Scenario.model_validate(data))
     pool = res.deployment.pools[-1]
@@ -169,7 +174,7 @@ def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Depl
             "pp": par.pp,
         }
         try:
-            res = resolve(Scenario.model_validate({**s.model_dump(), "deployment": {role: pool}}), base_dir)
+            res = resolve(Scenario.model_validate({**_scenario_data(s), "deployment": {role: pool}}), base_dir)
             e = estimate(res)
         except (PlannerError, ValidationError):
             continue
@@ -236,7 +241,7 @@ def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output
         }
     if s.phase != "end-to-end":
         pools = {s.phase: pools[s.phase]} if s.phase in pools else pools
-    chosen = Scenario.model_validate({**s.model_dump(), "deployment": pools, "engine": dep.engine})
+    chosen = Scenario.model_validate({**_scenario_data(s), "deployment": pools, "engine": dep.engine})
     res = resolve(chosen, base_dir)
     res.assumed = list(dict.fromkeys([*notes, *res.assumed]))
     return res

@@ -164,13 +164,19 @@ SIMULATED = {
 
 
 def simulated_value(metric: str, res: Resolved) -> float:
-    """Closed-loop simulation at the anchor's concurrency: the anchor's own `simulation` settings
-    (e.g. a measured engine's request count and start pattern), else ten requests per client (at
-    least 50), seed 0; means over the measured window."""
-    conc = res.concurrency or 1.0
+    """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
+    engine's request count and start pattern); else a closed loop of ten requests per client (at
+    least 50), or Poisson arrivals at the anchor's rate for ten times the requests in flight (at
+    least 600, extended until the measured window converges); seed 0; means over the window."""
     given = res.simulation
-    cfg = given if given is not None else SimConfig(requests=max(50, int(10 * conc)))
-    _, m = run_simulation(res, cfg)
+    if given is not None:
+        cfg, extend = given, False
+    elif res.concurrency:
+        cfg, extend = SimConfig(requests=max(50, int(10 * res.concurrency))), False
+    else:
+        in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s
+        cfg, extend = SimConfig(requests=int(min(max(600, 10 * in_flight), 30_000))), True
+    _, m = run_simulation(res, cfg, extend=extend)
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
         v = m[metric]["mean"]
     elif metric == "output_tok_s_per_user":
