@@ -113,7 +113,7 @@ class MTPSpec(StrictModel):
     token included (acceptance_length = 1 + accepted_tokens). Give at most one of them."""
 
     draft_tokens: int = Field(gt=0, le=8)
-    accepted_tokens: float | Unknown = Field(default="unknown", ge=0)
+    accepted_tokens: Annotated[float, Field(ge=0)] | Unknown = "unknown"
     acceptance_length: float | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ resolved directly.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,9 @@ def search_deployment(
     m, hw = get_model(q.model), get_hardware(q.hardware)
     cons = _constraints(s)
     cands, _ = candidates(q, m, hw)
-    cands = [c for c in cands if c.precision == facts["precision"] and _fits(c, cons)]
+    # the stated (or checkpoint) precision replaces the space's precision variants
+    shapes = {replace(c, precision=facts["precision"]) for c in cands if _fits(c, cons)}
+    cands = sorted(shapes, key=lambda c: (c.mode, c.decode.gpus, str(c.prefill)))
     best: Point | None = None
     for c in cands:
         for p in score(q, c).points:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from planner.benchmarks import client_config
 from planner.defaults import Resolved
 from planner.estimator import estimate, max_users_at_slo
 from planner.metrics import Metrics
@@ -165,14 +166,14 @@ SIMULATED = {
 
 def simulated_value(metric: str, res: Resolved) -> float:
     """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
-    engine's request count and start pattern); else a closed loop of ten requests per client (at
-    least 50), or Poisson arrivals at the anchor's rate for ten times the requests in flight (at
+    engine's request count and start pattern); else the closed loop of a benchmark client
+    (`planner.benchmarks`: all clients start together, every request counted), or Poisson arrivals at the anchor's rate for ten times the requests in flight (at
     least 600, extended until the measured window converges); seed 0; means over the window."""
     given = res.simulation
     if given is not None:
         cfg, extend = given, False
-    elif res.concurrency:
-        cfg, extend = SimConfig(requests=max(50, int(10 * res.concurrency))), False
+    elif res.concurrency:  # the benchmark client's own pattern (planner.benchmarks)
+        cfg, extend = client_config(res.concurrency), False
     else:
         in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s
         cfg, extend = SimConfig(requests=int(min(max(600, 10 * in_flight), 30_000))), True
