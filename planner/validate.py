@@ -167,8 +167,9 @@ SIMULATED = {
 def simulated_value(metric: str, res: Resolved) -> float:
     """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
     engine's request count and start pattern); else the closed loop of a benchmark client
-    (`planner.benchmarks`: all clients start together, every request counted), or Poisson arrivals at the anchor's rate for ten times the requests in flight (at
-    least 600, extended until the measured window converges); seed 0; means over the window."""
+    (`planner.benchmarks`: all clients start together, every request counted), or Poisson
+    arrivals at the anchor's rate for ten times the requests in flight (at least 600, extended
+    until the measured window converges); seed 0; means over the window."""
     given = res.simulation
     if given is not None:
         cfg, extend = given, False
