@@ -5,8 +5,10 @@ aggregated) instance; `point` gives every figure at that batch:
 - disaggregated: decode step -> TPOT (step / tokens per step, 1 + accepted MTP drafts); the
   decode pool's completion rate n b / ((osl - 1) TPOT) loads the prefill pool (M/D/1 wait at
   that load) and TTFT = one request's prefill + wait + KV transfer over the link;
-- aggregated: SGLang-style prefill batches stall decoding, so TPOT stretches by 1 / (1 - prefill
-  utilisation); requests arriving during a scheduling cycle are prefilled together.
+- aggregated, prefill-first (SGLang): prefill batches stall decoding, so TPOT stretches by
+  1 / (1 - prefill utilisation); requests arriving during a scheduling cycle are prefilled together;
+- aggregated, mixed (vLLM, TRT-LLM): decodes and prefill chunks share each step within the token
+  budget (planner/engines/*.yaml `scheduler`), so prefill lengthens every step instead of stalling.
 `estimate` finds the batch the traffic implies: a closed loop of C requests in flight
 (C = X (TTFT + decode time), Little's law), an open loop at a request rate, or, with neither, a
 saturated run (as many requests in flight as the KV pool and the engine's running limit allow).
@@ -27,7 +29,9 @@ from planner.steps import (
     decode_capacity,
     decode_step,
     decode_time,
+    drafts,
     memory,
+    mixed_step,
     prefill_budget,
     prefill_step,
     tokens_per_step,
@@ -68,9 +72,42 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
     return m
 
 
+def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+    """vLLM / TRT-LLM: every step runs the decodes and prefill chunks together within the token
+    budget. At a mean decode batch b, each step emits b x (tokens per step) tokens, and every
+    osl - 1 of them finish a request whose isl prompt tokens must be prefilled: the chunk per step
+    is c = b tps isl / (osl - 1), whatever the step time. A new prompt gets what the decodes leave
+    of the budget each step, so its prefill spans isl / (budget - c_others) steps."""
+    tps = tokens_per_step(pool)
+    dec_tokens = b * (1 + drafts(pool))
+    budget = prefill_budget(pool) * pool.parallel.dp_attention
+    c = b * tps * isl / (osl - 1) if osl > 1 else float(budget)
+    limit = ""
+    if c + dec_tokens > budget:  # the budget cannot prefill as fast as decodes finish: fewer decodes
+        b = budget / (tps * isl / max(osl - 1, 1) + 1 + drafts(pool))
+        c, dec_tokens, limit = budget - b * (1 + drafts(pool)), b * (1 + drafts(pool)), "token budget per step"
+    step = mixed_step(pool, b, kv_len, c, isl)
+    t = step.time_s
+    tpot = t / tps
+    decode_s = max(osl - 1, 0) * tpot
+    x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
+    free = max(budget - dec_tokens, 1.0)  # tokens a new prompt may take per step
+    rho = min(c / free, 0.999)
+    steps = math.ceil(isl / free)
+    ttft = t / 2 + steps * t + _md1_wait(rho, t * isl / free)
+    n = pool.instances
+    m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
+    m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
+    m.decode_step, m.prefill_step = step, prefill_step(pool, isl, 1)[0]
+    m.memory = {"aggregated": memory(pool)}
+    return m
+
+
 def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
     pool = dep.first("aggregated")
     assert pool is not None
+    if pool.instance.runtime.scheduler == "mixed":
+        return _mixed(dep, pool, isl, osl, kv_len, b)
     t_d = decode_time(pool, b, kv_len)
     max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
     x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)

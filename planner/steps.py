@@ -123,3 +123,27 @@ def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost
         prefix += n
     assert last is not None
     return StepCost(total, total, last.ops, isl * dp, last.hidden_comm_s, last.notes), dp
+
+
+MIXED_CHUNK_QUANTUM = 32  # prefill tokens of a mixed step are priced on a 32-token grid (memo hits)
+
+
+def mixed_step(pool: Pool, batch: float, kv_len: float, chunk_tokens: float, isl: int) -> StepCost:
+    """A vLLM/TRT-LLM step: `batch` decodes (rounded up) and `chunk_tokens` of prefill together,
+    the chunk priced as whole prompts of `isl` tokens plus a remainder (no prefix)."""
+    inst = pool.instance
+    seqs = max(0, math.ceil(batch - 1e-9))
+    c = round(chunk_tokens / MIXED_CHUNK_QUANTUM) * MIXED_CHUNK_QUANTUM
+    return _memo(inst, ("mix", seqs, kv_len, c, isl), lambda: _mixed(pool, seqs, kv_len, c, isl))
+
+
+def _mixed(pool: Pool, seqs: int, kv_len: float, c: int, isl: int) -> StepCost:
+    whole, rest = divmod(c, max(isl, 1))
+    chunks = [(isl, 0)] * whole + ([(rest, 0)] if rest else [])
+    b = StepBatch(
+        decode_seqs=seqs,
+        decode_kv_sum=seqs * kv_len,
+        prefill_chunks=tuple(chunks),
+        draft_tokens=drafts(pool) if seqs else 0,
+    )
+    return step_cost(pool.instance, b, memory(pool).offloaded_bytes)
