@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.deployment import ROLES, Deployment, Pool, make_pool
-from planner.engines import mtp_default_drafts, runtime_options
+from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
 from planner.scenario import Scenario, ScenarioError, SLOSpec, format_validation_error
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
@@ -92,19 +92,6 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
     sparse = isinstance(m.attention, CompressedAttention) or (
         isinstance(m.attention, MLAAttention) and m.attention.indexer is not None
     )
-    kv = p.kv_cache
-    if kv == "unknown":
-        kv = "fp8" if sparse or p.attention == "fp8" else "bf16"
-        why = (
-            "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache"
-            if sparse
-            else "engine default"
-        )
-        note.append(f"precision.kv_cache: {kv} ({why})")
-    att = p.attention
-    if att == "unknown":
-        att = "bf16"
-        note.append("precision.attention: bf16 (TRT-LLM and SGLang keep BF16 attention math by default)")
     dense: str = p.dense
     moe: str = p.moe
     if dense == "unknown":
@@ -113,6 +100,22 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
     if moe == "unknown":
         moe = moe_ck
         note.append(f"precision.moe: {moe} (checkpoint format of {m.id})")
+    kv = p.kv_cache
+    if kv == "unknown":
+        follows, source = fp8_kv_default(s.engine if s.engine != "unknown" else "other")
+        if sparse:
+            kv, why = "fp8", "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache"
+        elif p.attention == "fp8":
+            kv, why = "fp8", "FP8 attention reads an FP8 KV cache"
+        elif follows and dense == "fp8":
+            kv, why = "fp8", source
+        else:
+            kv, why = "bf16", source
+        note.append(f"precision.kv_cache: {kv} ({why})")
+    att = p.attention
+    if att == "unknown":
+        att = "bf16"
+        note.append("precision.attention: bf16 (TRT-LLM and SGLang keep BF16 attention math by default)")
     return PrecisionMix.model_validate({"attention": att, "kv_cache": kv, "dense": dense, "moe": moe})
 
 

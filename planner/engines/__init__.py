@@ -75,6 +75,7 @@ class EngineProfile(_Strict):
     prefill_tokens_per_rank: SInt
     max_running_per_rank: SOptInt
     mtp_default: SInt
+    fp8_kv_with_fp8_weights: SBool
     arch: dict[str, ArchOverride] = {}
 
     def for_arch(self, arch: str) -> EngineProfile:
@@ -153,6 +154,12 @@ def _worth_noting(key: str, value: object, wide: bool) -> bool:
     return key in ("cuda_graphs", "mem_fraction", "prefill_tokens_per_rank", "scheduler") and (
         key != "cuda_graphs" or not value
     )
+
+
+def fp8_kv_default(engine: str) -> tuple[bool, str]:
+    """Whether the engine runs an FP8 KV cache when the weights are FP8 and the KV dtype is not set."""
+    p = profile(engine).fp8_kv_with_fp8_weights
+    return p.value, p.source
 
 
 def mtp_default_drafts(engine: str) -> tuple[int, str]:
