@@ -101,7 +101,14 @@ def pool(row: dict[str, str], prefix: str, instances: int) -> dict[str, int] | N
     mtp_, mep = _i(row, prefix + "moe_tp_size", tp * adp if dense else 0), _i(row, prefix + "moe_ep_size", 1)
     if mtp_ * mep != tp * adp:
         return None
-    return {"instances": instances, "gpus_per_instance": tp * adp * pp, "tp": tp, "dp_attention": adp, "ep": mep, "pp": pp}
+    return {
+        "instances": instances,
+        "gpus_per_instance": tp * adp * pp,
+        "tp": tp,
+        "dp_attention": adp,
+        "ep": mep,
+        "pp": pp,
+    }
 
 
 def deployment(row: dict[str, str], conc: int) -> dict[str, Any] | None:
