@@ -16,7 +16,9 @@ AIC_MODELS = {
     "deepseek-v3.2": "deepseek-ai/DeepSeek-V3.2",
     "deepseek-v4-flash": "deepseek-ai/DeepSeek-V4-Flash",
     "deepseek-v4-pro": "deepseek-ai/DeepSeek-V4-Pro",
-    "kimi-k2": "moonshotai/Kimi-K2-Instruct",
+    # AIC 0.12.0 ships Kimi-K2-Instruct's config.json but still downloads it (fails offline); K2.5's
+    # text model has the same shape (61 layers, hidden 7168, 384 experts top-8, MLA 64 heads)
+    "kimi-k2": "moonshotai/Kimi-K2.5",
     "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
     "gpt-oss-120b": "openai/gpt-oss-120b",
@@ -176,6 +178,20 @@ def aic_inputs(a: dict[str, Any]) -> dict[str, Any]:
             **_parallel(dec, model, "decode_"),
         }
     return args | _quant(a, model) | _mtp(a)
+
+
+def fp8_variants(inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """`inputs` first, then the same with each FP8 GEMM/MoE mode swapped between AIC's two FP8
+    labels (per-tensor `fp8`, block-scaled `fp8_block`). Our anchors say only `fp8` (either
+    scaling), and AIC holds perf data for one label or the other depending on the backend (its
+    own silicon rows use fp8_block MoE for SGLang and fp8 for TRT-LLM DeepSeek), so the first
+    variant AIC has data for is used; the cache records which."""
+    swap = {"fp8": "fp8_block", "fp8_block": "fp8"}
+    out = [inputs]
+    for key in ("gemm_quant_mode", "moe_quant_mode"):
+        if inputs.get(key) in swap:
+            out += [v | {key: swap[v[key]]} for v in out]
+    return out
 
 
 def aic_metric(metric: str, raw: dict[str, float], isl: int, osl: int) -> float:

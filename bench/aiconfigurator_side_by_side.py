@@ -12,7 +12,8 @@ is saved atomically to bench/results/aiconfigurator_side_by_side.json.
 
 Mapping (bench/aic_inputs.py), our ids -> AIC names:
 - models: deepseek-v3 -> deepseek-ai/DeepSeek-V3, deepseek-v3.2 -> deepseek-ai/DeepSeek-V3.2,
-  deepseek-v4-flash/-pro -> deepseek-ai/DeepSeek-V4-Flash/-Pro, kimi-k2 -> moonshotai/Kimi-K2-Instruct,
+  deepseek-v4-flash/-pro -> deepseek-ai/DeepSeek-V4-Flash/-Pro, kimi-k2 -> moonshotai/Kimi-K2.5 (same
+  text-model shape; AIC could not load Kimi-K2-Instruct offline),
   qwen3-235b-a22b -> Qwen/Qwen3-235B-A22B, qwen3-30b-a3b -> Qwen/Qwen3-30B-A3B, gpt-oss-120b ->
   openai/gpt-oss-120b, llama-3.1-70b/-8b -> meta-llama/Meta-Llama-3.1-70B/-8B (AIC's shipped configs).
 - hardware: h100-sxm, h200-sxm -> h100_sxm, h200_sxm; b200, b300 -> b200_sxm, b300_sxm; gb200-nvl72,
@@ -25,7 +26,8 @@ Mapping (bench/aic_inputs.py), our ids -> AIC names:
   disagg decode_batch_size per attention-DP rank (total / (instances x dp_attention));
   disagg prefill_batch_size 1, as in AIC's own silicon rows.
 - precision: dense -> gemm_quant_mode, moe -> moe_quant_mode (fp8 -> fp8_block for the block-FP8
-  checkpoints deepseek-v3/-v3.2 and kimi-k2, else fp8; nvfp4 -> nvfp4; mxfp4 -> w4a16_mxfp4;
+  checkpoints deepseek-v3/-v3.2 and kimi-k2, else fp8, then the other FP8 label where AIC has no
+  perf data for the first: our `fp8` covers both scalings; nvfp4 -> nvfp4; mxfp4 -> w4a16_mxfp4;
   w4a16 -> int4_wo; bf16 -> bfloat16); kv_cache -> kvcache_quant_mode, attention ->
   fmha_quant_mode; `unknown` -> left to AIC, which infers it from the checkpoint.
 - mtp: {draft_tokens, accepted_tokens | acceptance_length - 1} -> nextn, nextn_accepted; null or
@@ -39,7 +41,7 @@ request_rate workloads; any deployment, isl, osl or concurrency field `unknown`;
 per role; concurrency that does not split evenly over attention-DP ranks; hardware h800 (no AIC
 system); a model given as a config.json path; engine `other`.
 
-Usage: python bench/aiconfigurator_side_by_side.py [FILES...] [--cached] [--refresh]
+Usage: python bench/aiconfigurator_side_by_side.py [FILES...] [--cached] [--refresh] [--prune]
        [--aic-python /work/aic-venv/bin/python] [--timeout 120]
 """
 
@@ -56,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from aic_inputs import Unexpressible, aic_inputs, aic_metric
+from aic_inputs import Unexpressible, aic_inputs, aic_metric, fp8_variants
 
 from planner.validate import predict_anchor
 
@@ -70,19 +72,24 @@ version, timeout = importlib.metadata.version("aiconfigurator"), int(sys.argv[1]
 class Timeout(Exception): pass
 def on_alarm(*_): raise Timeout
 signal.signal(signal.SIGALRM, on_alarm)
-for line in sys.stdin:
+def one(inputs):
     signal.alarm(timeout)
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            r = cli_estimate(**json.loads(line))
+            r = cli_estimate(**inputs)
         raw = {k: float(v) for k, v in r.raw.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
-        out = {"raw": raw, "backend_version": r.backend_version}
+        return {"raw": raw, "backend_version": r.backend_version, "inputs_used": inputs}
     except Timeout:
-        out = {"error": f"timeout after {timeout} s"}
+        return {"error": f"timeout after {timeout} s"}
     except Exception as e:  # reported per anchor in the table, not swallowed
-        out = {"error": f"{type(e).__name__}: " + (str(e).splitlines() or [""])[0][:300]}
+        return {"error": f"{type(e).__name__}: " + (str(e).splitlines() or [""])[0][:300]}
     finally:
         signal.alarm(0)
+for line in sys.stdin:
+    for inputs in json.loads(line):  # variants in order; the next only when AIC has no perf data
+        out = one(inputs)
+        if "PerfDataNotAvailable" not in out.get("error", ""):
+            break
     print(json.dumps({"aic_version": version, **out}), flush=True)
 """
 
@@ -126,7 +133,7 @@ class AICWorker:
         if key not in self.memo:
             assert self.proc.stdin is not None
             assert self.proc.stdout is not None
-            self.proc.stdin.write(key + "\n")
+            self.proc.stdin.write(json.dumps(fp8_variants(inputs)) + "\n")
             self.proc.stdin.flush()
             line = self.proc.stdout.readline()
             if not line:
@@ -145,6 +152,7 @@ def write_atomic(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1)
+    os.chmod(tmp, 0o644)  # mkstemp makes it owner-only
     os.replace(tmp, path)
 
 
@@ -193,7 +201,7 @@ def run(args: argparse.Namespace) -> None:
     cache = json.loads(CACHE.read_text()) if CACHE.exists() and not args.refresh else {"entries": {}}
     entries: dict[str, Any] = cache["entries"]
     worker = None if args.cached else AICWorker(args.aic_python, args.timeout)
-    rows, skipped = [], []
+    rows, skipped, used = [], [], set()
     for split, f, a in load_anchors(args.files):
         aid = str(a.get("id"))
         try:
@@ -202,8 +210,11 @@ def run(args: argparse.Namespace) -> None:
             skipped.append({"id": aid, "file": f.name, "reason": str(exc)})
             continue
         key = cache_key(aid, inputs)
+        used.add(key)
         if key not in entries and worker is not None:
             entries[key] = {"anchor_id": aid, "inputs": inputs, **worker.estimate(inputs)}
+            if len(worker.memo) % 25 == 0:  # keep what was computed if the run is interrupted
+                write_atomic(CACHE, {"entries": entries})
         entry = entries.get(key, {"error": "not in the cache (run without --cached)"})
         aic_pred, aic_error = aic_value(entry, a, inputs)
         res = predict_anchor(a, f.parent)
@@ -219,6 +230,9 @@ def run(args: argparse.Namespace) -> None:
               f"aic {fmt(aic_pred, rows[-1]['aic_err'])} {aic_error or ''}", flush=True)  # fmt: skip
     if worker is not None:
         worker.close()
+    if args.prune:
+        entries = {k: v for k, v in entries.items() if k in used}
+    if worker is not None or args.prune:
         write_atomic(CACHE, {"entries": entries})
     summary = summarize(rows)
     print("\n| group | n both | planner median abs err | AIC median abs err | planner in tol | AIC in tol |")
@@ -243,6 +257,7 @@ def main() -> None:
     ap.add_argument("files", nargs="*", type=Path, default=default_files)
     ap.add_argument("--cached", action="store_true", help="use only cached AIC results; do not run AIC")
     ap.add_argument("--refresh", action="store_true", help="ignore the cache and rerun AIC on every anchor")
+    ap.add_argument("--prune", action="store_true", help="drop cached results of anchors not in these files")
     ap.add_argument("--aic-python", default="/work/aic-venv/bin/python")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per AIC estimate")
     args = ap.parse_args()

@@ -15,7 +15,9 @@ Which rows (deterministic, so the file can be regenerated):
 - system in our catalog: h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200 (-> gb200-nvl72), gb300.
 - the row states its benchmark concurrency (`silicon_concurrency=` in `silicon_data_source`),
   is not marked `wip=True`, and its cells agree: moe_tp x moe_ep = tp x attention_dp per pool,
-  and for aggregated rows batch_size x attention_dp = concurrency (one engine instance).
+  and for aggregated rows batch_size x attention_dp = concurrency (one engine instance), and
+  each pool's attention TP divides the model's attention heads (a few GB200 rows say tp 72 for
+  DeepSeek's 128 heads, which no engine runs; AIC itself rejects them).
 - then per (model, system, backend, mode, precision) group, rows sorted by (isl, osl,
   concurrency, id) and `--per-group` of them taken at evenly spaced positions.
 What the CSV does not state is left out: KV-cache and attention precision, MTP (`unknown`), and
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from roofline.catalog import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "validation" / "public" / "aiconfigurator-silicon.yaml"
@@ -99,7 +103,8 @@ def pool(row: dict[str, str], prefix: str, instances: int) -> dict[str, int] | N
     tp, adp, pp = _i(row, prefix + "tp_size"), _i(row, prefix + "attention_dp_size", 1), _i(row, prefix + "pp_size", 1)
     dense = MODELS[row["model_path"]].startswith("llama")
     mtp_, mep = _i(row, prefix + "moe_tp_size", tp * adp if dense else 0), _i(row, prefix + "moe_ep_size", 1)
-    if mtp_ * mep != tp * adp:
+    heads = get_model(MODELS[row["model_path"]]).attention.num_heads
+    if mtp_ * mep != tp * adp or heads % tp:
         return None
     return {
         "instances": instances,

@@ -127,3 +127,12 @@ def test_inconsistent_rows_are_not_used() -> None:
     bad_batch = AGG_ROW.replace("fp4,agg,1024,1024,nvfp4,nvfp4,4,", "fp4,agg,1024,1024,nvfp4,nvfp4,3,")
     wip = AGG_ROW.replace("wip=False", "wip=True")
     assert conv.eligible(_rows(bad_batch, wip)) == []
+
+
+def test_fp8_tries_the_other_aic_fp8_label_second() -> None:
+    """Our `fp8` is per-tensor or block-scaled; AIC's label it has data for comes after the primary."""
+    variants = aic.fp8_variants({"gemm_quant_mode": "fp8_block", "moe_quant_mode": "nvfp4"})
+    assert variants == [
+        {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "nvfp4"},
+        {"gemm_quant_mode": "fp8", "moe_quant_mode": "nvfp4"},
+    ]
