@@ -97,7 +97,16 @@ KERNELS: dict[str, KernelPath] = {
             f"DeepGEMM grouped 1214-1346 TF (61-68%); {_DEV}: fp8 grouped 2.7 TB/s of weights",
             tile_m=64,
         ),
-        _k("marlin-w4a16-sm90", True, 0.45, 0.55, 6, "Marlin W4A16 MoE (dequantize to BF16 MMA)", tile_m=64),
+        _k(
+            "marlin-w4a16-sm90",
+            True,
+            0.45,
+            0.55,
+            6,
+            "Marlin W4A16 MoE (dequantize to BF16 MMA); rows padded to 16: vLLM fused_marlin_moe picks "
+            "block_size_m from 8/16/32/48/64 by tokens per expert (MMA m16)",
+            tile_m=16,
+        ),
         _k(
             "flashmla-sm90",
             True,
@@ -213,8 +222,9 @@ KERNELS: dict[str, KernelPath] = {
             0.40,
             0.50,
             8,
-            "vLLM #30135/#40153: MXFP4 MoE falls back to Marlin W4A16 on SM120 (prefill batches)",
-            tile_m=64,
+            "vLLM #30135/#40153: MXFP4 MoE falls back to Marlin W4A16 on SM120 (prefill batches); rows "
+            "padded to 16 (fused_marlin_moe block_size_m, MMA m16)",
+            tile_m=16,
         ),
         _k(
             "tensor-core-sparse-mla-sm120",
