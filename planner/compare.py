@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.plan import pareto, plan
-from planner.question import SLO, Question
+from planner.question import Question
 from planner.unknowns import default_gpus
 from roofline.catalog import get_hardware, hardware_ids
 from roofline.errors import PlannerError
@@ -35,8 +35,17 @@ class Frontier:
 def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
     budget = default_gpus(get_hardware(hw))
     while True:
-        q = Question(
-            model=model, hardware=hw, max_gpus=budget, isl=isl, osl=osl, engine=engine, slo=SLO(), verify_top=0
+        q = Question.model_validate(
+            {
+                "model": model,
+                "hardware": hw,
+                "max_gpus": budget,
+                "isl": isl,
+                "osl": osl,
+                "engine": engine,
+                "slo": {},
+                "verify_top": 0,
+            }
         )
         a = plan(q, workers=1)
         pts = [p for front in a.fronts.values() for p in front]

@@ -184,8 +184,9 @@ def plan(
         note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
     recs = [
-        Recommendation(s.cand, s.best, slack=dict(s.best.slack), fallbacks=_lower(q, s))  # type: ignore[arg-type]
+        Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
+        if (best := s.best) is not None
     ]
     simulated = _verify(q, recs, say) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))

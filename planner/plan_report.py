@@ -36,6 +36,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     main = dep.first("decode") or dep.first("aggregated")
     assert main is not None
     prec = main.instance.precision
+    tpot = _ms(m, "tpot")
     return {
         "rank": rank,
         "deployment": dep.describe(),
@@ -55,7 +56,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "tpot_ms": _ms(m, "tpot"),
         "e2e_ms": _ms(m, "e2e"),
         "output_tok_s_per_gpu": m.output_tok_s_per_gpu,
-        "output_tok_s_per_user": 1000.0 / _ms(m, "tpot") if _ms(m, "tpot") else None,
+        "output_tok_s_per_user": 1000.0 / tpot if tpot else None,
         "output_tok_s": m.output_tok_s,
         "meets_slo": r.meets if r.simulated is not None else p.meets,
         "slo_verdict_by": m.method,

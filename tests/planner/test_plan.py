@@ -109,11 +109,9 @@ def test_seed_004_gb200_nvfp4_serves_many_times_more_users_per_gpu_than_h200_fp8
 
 
 def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
-    from planner.defaults import resolve
+    from planner.defaults import resolve, to_scenario
     from planner.launch import launch_commands
     from planner.scenario import parse_scenario
-
-    from planner.defaults import to_scenario
     from planner.verify import as_resolved
 
     a = plan(SMALL.model_copy(update={"verify_top": 0}), workers=1)
