@@ -218,16 +218,7 @@ def to_scenario(res: Resolved) -> dict[str, Any]:
     dep = res.deployment
     pools: dict[str, Any] = {}
     for p in dep.pools:
-        par = p.parallel
-        spec = {
-            "instances": p.instances,
-            "gpus_per_instance": par.gpus,
-            "tp": par.tp,
-            "dp_attention": par.dp_attention,
-            "ep": par.ep,
-            "pp": par.pp,
-        }
-        pools.setdefault(p.role, []).append(spec)
+        pools.setdefault(p.role, []).append(p.layout())
     main = dep.first("decode") or dep.first("aggregated") or dep.pools[0]
     inst = main.instance
     mtp = inst.mtp

@@ -50,6 +50,18 @@ class Pool:
     def label(self) -> str:
         return f"{self.instances}x {self.role} {layout_label(self.parallel)}"
 
+    def layout(self) -> dict[str, int]:
+        """The pool's layout in scenario fields (`deployment.<role>` of a scenario file)."""
+        par = self.parallel
+        return {
+            "instances": self.instances,
+            "gpus_per_instance": par.gpus,
+            "tp": par.tp,
+            "dp_attention": par.dp_attention,
+            "ep": par.ep,
+            "pp": par.pp,
+        }
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Deployment:

@@ -231,17 +231,7 @@ def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output
     if s.deployment.known:
         return resolve(s, base_dir)
     dep, notes, _ = search_deployment(s, metric, base_dir)
-    pools: dict[str, Any] = {}
-    for p in dep.pools:
-        par = p.parallel
-        pools[p.role] = {
-            "instances": p.instances,
-            "gpus_per_instance": par.gpus,
-            "tp": par.tp,
-            "dp_attention": par.dp_attention,
-            "ep": par.ep,
-            "pp": par.pp,
-        }
+    pools: dict[str, Any] = {p.role: p.layout() for p in dep.pools}
     if s.phase != "end-to-end":
         pools = {s.phase: pools[s.phase]} if s.phase in pools else pools
     chosen = Scenario.model_validate({**_scenario_data(s), "deployment": pools, "engine": dep.engine})

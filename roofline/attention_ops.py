@@ -13,11 +13,32 @@ step, as seen by one GPU of an instance (summed over the layers it holds). FLOPs
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from roofline.batch import StepBatch
 from roofline.catalog.schema import CompressedAttention, GQAAttention, MLAAttention
 from roofline.deployment import InstanceSpec
 from roofline.ops import ACT, Op, gemm_op
 from roofline.params import KV_BYTES, attention_layer_kinds, attention_params
+
+
+def _indexer_op(family: str, flops: float, data: float, n: float) -> Op:
+    """The DSA / CSA lightning indexer scoring keys in FP8 (3 kernels per layer)."""
+    return Op("attention.indexer", "indexer", family, "fp8", flops=flops, bytes=data, launches=3 * n)
+
+
+class Shape(NamedTuple):
+    """Per-GPU attention work of one layer kind: layers, heads, decode sequences, their KV sum and
+    mean, queries per sequence (1 + MTP drafts), KV bytes per element, the math rate."""
+
+    n: float
+    heads: float
+    seqs: float
+    kv_sum: float
+    kv_mean: float
+    q: int
+    kvb: float
+    rate: str
 
 
 def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[Op]:
@@ -41,7 +62,7 @@ def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[
         if tokens:
             ops.append(gemm_op(inst, "attention.proj", "dense_gemm", tokens, w, inst.precision.dense, n, 5))
         if isinstance(a, MLAAttention):
-            ops += _mla_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+            ops += _mla_ops(inst, b, Shape(n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate))
             if proj.absorbed:  # W_UK / W_UV as BF16 batched GEMMs (decode) or kv_b (prefill)
                 ab = proj.absorbed / tp
                 if t_dec:
@@ -53,22 +74,12 @@ def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[
             ops += _compressed_ops(inst, b, n, ratio, heads, seqs, kv_mean, q_per_seq, kvb, rate)
         else:
             assert isinstance(a, GQAAttention)
-            ops += _gqa_ops(inst, b, n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate)
+            ops += _gqa_ops(inst, b, Shape(n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate))
     return ops
 
 
-def _mla_ops(
-    inst: InstanceSpec,
-    b: StepBatch,
-    n: float,
-    heads: float,
-    seqs: float,
-    kv_sum: float,
-    kv_mean: float,
-    q: int,
-    kvb: float,
-    rate: str,
-) -> list[Op]:
+def _mla_ops(inst: InstanceSpec, b: StepBatch, sh: Shape) -> list[Op]:
+    n, heads, seqs, kv_sum, kv_mean, q, kvb, rate = sh
     a = inst.model.attention
     assert isinstance(a, MLAAttention)
     dp = inst.parallel.dp_attention
@@ -115,30 +126,10 @@ def _mla_ops(
         key_bytes = ix.head_dim * (1 + 4 / 128)
         per_pair = ix.num_heads * ix.head_dim * 2 * n  # FLOPs per (query, key) scored
         if seqs:
-            ops.append(
-                Op(
-                    "attention.indexer",
-                    "indexer",
-                    "indexer",
-                    "fp8",
-                    flops=kv_sum * q * per_pair,
-                    bytes=kv_sum * key_bytes * n,
-                    launches=3 * n,
-                )
-            )
+            ops.append(_indexer_op("indexer", kv_sum * q * per_pair, kv_sum * key_bytes * n, n))
         if b.prefill_chunks:
             keys = (b.prefill_tokens + b.prefix_sum()) / dp
-            ops.append(
-                Op(
-                    "attention.indexer",
-                    "indexer",
-                    "indexer_prefill",
-                    "fp8",
-                    flops=b.causal_pairs() / dp * per_pair,
-                    bytes=keys * key_bytes * n,
-                    launches=3 * n,
-                )
-            )
+            ops.append(_indexer_op("indexer_prefill", b.causal_pairs() / dp * per_pair, keys * key_bytes * n, n))
     return ops
 
 
@@ -200,43 +191,22 @@ def _compressed_ops(
         per_pair = ix.num_heads * ix.head_dim * 2 * n
         if seqs:
             ops.append(
-                Op(
-                    "attention.indexer",
-                    "indexer",
-                    "indexer",
-                    "fp8",
-                    flops=seqs * q * kv_mean / 4 * per_pair,
-                    bytes=seqs * kv_mean / 4 * ix.head_dim * kvb * n,
-                    launches=3 * n,
-                )
+                _indexer_op("indexer", seqs * q * kv_mean / 4 * per_pair, seqs * kv_mean / 4 * ix.head_dim * kvb * n, n)
             )
         if b.prefill_chunks:
             ops.append(
-                Op(
-                    "attention.indexer",
-                    "indexer",
+                _indexer_op(
                     "indexer_prefill",
-                    "fp8",
-                    flops=b.causal_pairs() / 4 / dp * per_pair,
-                    bytes=b.prefill_tokens / dp / 4 * ix.head_dim * kvb * n,
-                    launches=3 * n,
+                    b.causal_pairs() / 4 / dp * per_pair,
+                    b.prefill_tokens / dp / 4 * ix.head_dim * kvb * n,
+                    n,
                 )
             )
     return ops
 
 
-def _gqa_ops(
-    inst: InstanceSpec,
-    b: StepBatch,
-    n: float,
-    heads: float,
-    seqs: float,
-    kv_sum: float,
-    kv_mean: float,
-    q: int,
-    kvb: float,
-    rate: str,
-) -> list[Op]:
+def _gqa_ops(inst: InstanceSpec, b: StepBatch, sh: Shape) -> list[Op]:
+    n, heads, seqs, kv_sum, kv_mean, q, kvb, rate = sh
     a = inst.model.attention
     assert isinstance(a, GQAAttention)
     dp, hd = inst.parallel.dp_attention, a.head_dim
