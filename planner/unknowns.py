@@ -191,6 +191,24 @@ def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Depl
     return dep, [f"deployment.{role}: searched ({goal}): {dep.describe()}"], None
 
 
+MAX_GPUS = 288  # widest budget searched when the GPU count is not stated (four NVL72 racks)
+
+
+def _best(q: Question, cons: dict[str, dict[str, int]], facts: dict[str, Any], metric: str) -> Point | None:
+    m, hw = get_model(q.model), get_hardware(q.hardware)
+    cands, _ = candidates(q, m, hw)
+    # the stated (or checkpoint) precision replaces the space's precision variants
+    shapes = {replace(c, precision=facts["precision"]) for c in cands if _fits(c, cons)}
+    best: Point | None = None
+    for c in sorted(shapes, key=lambda c: (c.mode, c.decode.gpus, str(c.prefill))):
+        for p in score(q, c).points:
+            if not _counts_match(p, cons) or (q.slo.targets() and not p.meets):
+                continue
+            if best is None or _objective(metric, p) > _objective(metric, best):
+                best = p
+    return best
+
+
 def search_deployment(
     s: Scenario, metric: str, base_dir: Path | None = None
 ) -> tuple[Deployment, list[str], Point | None]:
@@ -201,19 +219,11 @@ def search_deployment(
         return _search_phase(s, metric, base_dir)
     probe, facts = _probe(s, base_dir)
     q = _question(s, facts, metric, base_dir)
-    m, hw = get_model(q.model), get_hardware(q.hardware)
     cons = _constraints(s)
-    cands, _ = candidates(q, m, hw)
-    # the stated (or checkpoint) precision replaces the space's precision variants
-    shapes = {replace(c, precision=facts["precision"]) for c in cands if _fits(c, cons)}
-    cands = sorted(shapes, key=lambda c: (c.mode, c.decode.gpus, str(c.prefill)))
-    best: Point | None = None
-    for c in cands:
-        for p in score(q, c).points:
-            if not _counts_match(p, cons) or (q.slo.targets() and not p.meets):
-                continue
-            if best is None or _objective(metric, p) > _objective(metric, best):
-                best = p
+    best = _best(q, cons, facts, metric)
+    while best is None and q.gpus is None and q.max_gpus is not None and q.max_gpus * 2 <= MAX_GPUS:
+        q = q.model_copy(update={"max_gpus": q.max_gpus * 2})  # the traffic needs more than one shape
+        best = _best(q, cons, facts, metric)
     if best is None:
         stated = ", ".join(f"{r}: {v}" for r, v in cons.items()) or "nothing"
         raise ScenarioError(
