@@ -54,6 +54,32 @@ class SScheduler(_Strict):
     source: str
 
 
+class SFlag(_Strict):
+    """One command-line flag or config key of a launch template, with where it is defined."""
+
+    flag: str
+    source: str
+
+
+class LaunchTool(_Strict):
+    """One program of an engine's launch recipe (server, router, disaggregation proxy, Dynamo
+    worker): its command, the version its flags were checked against (`flags_file` in
+    planner/engines/flags/, dumped from or extracted from that version's argument parser) and
+    the flags the planner prints, by role."""
+
+    command: str
+    version: str
+    flags_file: str
+    source: str
+    flags: dict[str, SFlag] = {}
+
+    def f(self, key: str) -> str:
+        """The flag for a role (KeyError names the tool's known roles)."""
+        if key not in self.flags:
+            raise KeyError(f"launch flag {key!r} not in template ({', '.join(sorted(self.flags))})")
+        return self.flags[key].flag
+
+
 class ArchOverride(_Strict):
     cuda_graphs: SBool | None = None
     pdl: SBool | None = None
@@ -76,6 +102,7 @@ class EngineProfile(_Strict):
     max_running_per_rank: SOptInt
     mtp_default: SInt
     arch: dict[str, ArchOverride] = {}
+    launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
     def for_arch(self, arch: str) -> EngineProfile:
         over = self.arch.get(arch)

@@ -3,7 +3,7 @@
 Run once per pinned engine version, in a throwaway virtual environment where the engine's
 wheel is installed without its GPU dependencies (see README "Launch commands"):
 
-    VLLM_TARGET_DEVICE=cpu python planner/engines/flags/dump_flags.py sglang vllm sglang-router
+    VLLM_TARGET_DEVICE=cpu python planner/engines/flags/dump_flags.py sglang sglang-router vllm dynamo
 
 It imports each engine's own parser builder (SGLang `ServerArgs.add_cli_args`, the SGLang
 router's `RouterArgs.add_cli_args`, vLLM `make_arg_parser` for `vllm serve`) and writes every
@@ -124,6 +124,40 @@ def _wheel_sha256(dist: str) -> str:
     return hashlib.sha256(Path(str(d.locate_file(record))).read_bytes()).hexdigest()
 
 
+def dump_dynamo() -> Path:
+    """Dynamo's worker flags cannot be built without its Rust runtime (`dynamo._core`), so its own
+    flag names are read from the installed package's argument-group sources (`flag_name="--x"`).
+    A Dynamo worker also takes its engine's flags; those are checked against the engine's file."""
+    import re  # noqa: PLC0415
+
+    d = metadata.distribution("ai-dynamo")
+    root = Path(str(d.locate_file("dynamo")))
+    files = {
+        "common": "common/configuration/groups/runtime_args.py",
+        "sglang": "sglang/backend_args.py",
+        "vllm": "vllm/backend_args.py",
+        "trtllm": "trtllm/backend_args.py",
+    }
+    pattern = re.compile(r'flag_name="(--[a-z0-9-]+)"')
+    workers = {k: sorted(set(pattern.findall((root / f).read_text()))) for k, f in files.items()}
+    out = {
+        "engine": "dynamo",
+        "version": d.version,
+        "command": "python3 -m dynamo.<engine>",
+        "provenance": {
+            "source": f"PyPI distribution ai-dynamo=={d.version}",
+            "record_sha256": _wheel_sha256("ai-dynamo"),
+            "files": {k: f"dynamo/{f}" for k, f in files.items()},
+            "method": "flag_name= arguments of Dynamo's add_argument helper, read from the package sources",
+            "date": dt.date.today().isoformat(),
+        },
+        "workers": workers,
+    }
+    path = HERE / f"dynamo-{d.version}.json"
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    return path
+
+
 def dump(name: str) -> Path:
     dist, command, builder_name, builder = TARGETS[name]
     version = metadata.version(dist)
@@ -150,4 +184,4 @@ def dump(name: str) -> Path:
 
 if __name__ == "__main__":
     for target in sys.argv[1:]:
-        print(dump(target))
+        print(dump_dynamo() if target == "dynamo" else dump(target))
