@@ -31,7 +31,7 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     dep = r.deployment
     mla = isinstance(dep.model.attention, MLAAttention)
     pools = [(inst(p, r.point.batch), weights(q, p)) for p in dep.pools]
-    out = {engine: _engine(engine, pools, mla) for engine in ENGINES}
+    out = {engine: _planned(q, engine) + _engine(engine, pools, mla) for engine in ENGINES}
     pre, dec = dep.first("prefill"), dep.first("decode")
     if dep.mode == "disaggregated" and pre is not None and dec is not None:
         engine = q.engine if q.engine in ENGINES else "sglang"
@@ -39,6 +39,15 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
         idc, wd = inst(dec, r.point.batch), weights(q, dec)
         out["dynamo"] = dynamo.deployment(engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla)
     return out
+
+
+def _planned(q: Question, engine: str) -> str:
+    if q.engine == engine:
+        return ""
+    return (
+        f"# priced for {q.engine}: the same layout, batch, memory fraction and token budget on {engine}"
+        " (its own defaults may differ)\n"
+    )
 
 
 def _engine(engine: str, pools: list[tuple[Inst, Weights]], mla: bool) -> str:

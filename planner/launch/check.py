@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,19 @@ DGD_SERVICE = {"componentType", "subComponentType", "replicas", "resources", "mu
 DGD_CONTAINER = {"image", "command", "args"}
 
 
+# What the shell substitutes before an engine sees its arguments: every ${NAME:?why} placeholder
+# the recipes print gets a sample value of its kind, and $((a * b)) its product.
+SAMPLES = {"NODE_RANK": "1", "CHECKPOINT": "org/checkpoint", "DYNAMO_IMAGE": "registry.example/dynamo:1.6.1"}
+_VAR = re.compile(r"\$\{(\w+):\?[^}]*\}")
+_MUL = re.compile(r"\$\(\((\d+) \* (\d+)\)\)")
+
+
+def expand(text: str) -> str:
+    """`text` after the shell's parameter and arithmetic expansion, with sample values."""
+    text = _VAR.sub(lambda m: SAMPLES.get(m.group(1), "10.0.0.1"), text)
+    return _MUL.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), text)
+
+
 class _Rejected(Exception):
     pass
 
@@ -54,13 +68,15 @@ def flag_file(name: str) -> dict[str, Any]:
 
 def _parser(flags: list[dict[str, Any]]) -> _Parser:
     p = _Parser(add_help=False, allow_abbrev=False, conflict_handler="resolve", prog="check")
+    types = {"int": int, "float": float}
     for f in flags:
+        kind = types.get(f.get("type") or "", str)
         if f["positional"]:
             p.add_argument(f["options"][0], nargs="?")
         elif not f["takes_value"]:
             p.add_argument(*f["options"], action="store_true")
         else:
-            p.add_argument(*f["options"], nargs=f["nargs"], choices=f["choices"] or None, action="append")
+            p.add_argument(*f["options"], nargs=f["nargs"], choices=f["choices"] or None, action="append", type=kind)
     return p
 
 
@@ -75,7 +91,13 @@ def option_names(name: str) -> set[str]:
 
 
 def parse(name: str, argv: list[str], sub: str | None = None) -> dict[str, Any]:
-    """The parsed flags (dest -> value); raises _Rejected with the parser's message."""
+    """The parsed flags (dest -> value); raises _Rejected with the parser's message, or for a
+    flag the engine's parser marks deprecated."""
+    flags = flag_file(name)["subcommands"][sub] if sub else flag_file(name)["flags"]
+    old = {o for f in flags if f.get("deprecated") for o in f["options"]}
+    used = {a.split("=")[0] for a in argv if a.startswith("-")}
+    if used & old:
+        raise _Rejected(f"deprecated: {', '.join(sorted(used & old))}")
     return vars(parser(name, sub).parse_args(argv))
 
 
@@ -90,15 +112,16 @@ def split(text: str) -> tuple[list[list[str]], dict[str, str]]:
             continue
         if line.startswith("cat > ") and "<<" in line:
             name = line.split()[2]
-            files[name] = "\n".join(iter(lambda: next(lines), "EOF"))
+            body = "\n".join(iter(lambda: next(lines), "EOF"))
+            files[name] = body if line.endswith("<<'EOF'") else expand(body)
             continue
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
-        commands.append(shlex.split(pending + line))
+        commands.append([expand(w) for w in shlex.split(pending + line)])
         pending = ""
     if pending:
-        commands.append(shlex.split(pending))
+        commands.append([expand(w) for w in shlex.split(pending)])
     return commands, files
 
 

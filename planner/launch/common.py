@@ -124,7 +124,7 @@ def weights(q: Question, pool: Pool) -> Weights:
     if fmt == "fp8" and ck is not None and ck.bf16:
         return Weights(ck.bf16, fmt, True, f"# weights: {ck.bf16} (BF16) quantized to FP8 at load")
     where = (
-        f"{q.model} is a config.json: pass planner plan --checkpoint REPO_ID"
+        "the model is a HF config.json: pass planner plan --checkpoint REPO_ID"
         if q.model not in model_ids()
         else f"no {fmt} checkpoint of {m.id} in the catalog: export CHECKPOINT or pass --checkpoint"
     )

@@ -19,7 +19,7 @@ def server_args(i: Inst, w: Weights) -> list[tuple[str, ...]]:
     t = tool("sglang", "serve")
     a: list[tuple[str, ...]] = [(t.f("model"), w.path), (t.f("trust_remote_code"),), (t.f("tp"), str(i.tp * i.dp))]
     if i.dp > 1:
-        a += [(t.f("dp"), str(i.dp)), (t.f("dp_attention"),)]
+        a.append((t.f("dp"), str(i.dp)))
     if i.ep > 1:
         a.append((t.f("ep"), str(i.ep)))
         if i.wide_ep:

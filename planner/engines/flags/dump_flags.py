@@ -114,6 +114,9 @@ def _action(a: argparse.Action) -> dict[str, object]:
         "takes_value": takes_value,
         "nargs": a.nargs if isinstance(a.nargs, (int, str)) else None,
         "choices": choices,
+        "type": a.type.__name__ if a.type in (int, float) else None,
+        "deprecated": "deprecated" in type(a).__name__.lower()
+        or (a.help or "").lstrip(" [").lower().startswith("deprecated"),
     }
 
 
