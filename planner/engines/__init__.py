@@ -5,8 +5,10 @@
 engine, a pool and a GPU into the step model's `RuntimeOptions`; scenario resolution and the
 planner's search both call it, so a deployment is priced and simulated with the same options.
 Values a scenario states (`runtime:` section) win over the profile; every profile value used
-for a field the scenario left unknown is noted with its source. This module does not model the
-engines; it only says how they are configured.
+for a field the scenario left unknown is noted with its source. Each profile's `launch:` section
+is the engine's launch template (programs, pinned version, flag file, flags by role, each
+sourced); planner/launch/ renders it. This module does not model the engines; it only says how
+they are configured.
 """
 
 from __future__ import annotations

@@ -197,7 +197,8 @@ def _disagg_yaml(cfg: dict[str, Any]) -> None:
         servers = cfg.get(section) or {}
         _keys(section, servers, {"fields": schema["server_section"]})
         if len(servers.get("urls", [])) != servers.get("num_instances", 1):
-            raise ValueError(f"{section}: {len(servers.get('urls', []))} urls for num_instances {servers.get('num_instances')}")
+            urls, n = len(servers.get("urls", [])), servers.get("num_instances")
+            raise ValueError(f"{section}: {urls} urls for num_instances {n}")
 
 
 def _dgd(spec: dict[str, Any]) -> None:

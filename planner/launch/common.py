@@ -136,7 +136,8 @@ def sh(value: object) -> str:
     """One shell word: values with ${...} or $((...)) in double quotes so they expand."""
     text = str(value)
     if "$" in text:
-        assert '"' not in text and "`" not in text, text
+        assert '"' not in text, text
+        assert "`" not in text, text
         return f'"{text}"'
     return shlex.quote(text)
 

@@ -45,7 +45,8 @@ def _service(engine: str, i: Inst, w: Weights, mla: bool) -> dict[str, object]:
     if i.nodes > 1:
         svc["multinode"] = {"nodeCount": i.nodes}
     command = ["python3", "-m", tool(engine, "dynamo").command.split()[-1]]
-    svc["extraPodSpec"] = {"mainContainer": {"image": IMAGE, "command": command, "args": worker_args(engine, i, w, mla)}}
+    args = worker_args(engine, i, w, mla)
+    svc["extraPodSpec"] = {"mainContainer": {"image": IMAGE, "command": command, "args": args}}
     return svc
 
 

@@ -68,7 +68,12 @@ def router(pre: Inst, dec: Inst) -> str:
     """The PD router: every prefill instance with its bootstrap port, every decode instance."""
     t = tool("sglang", "router")
     a: list[tuple[str, ...]] = [(t.command,), (t.f("pd"),)]
-    a += [(t.f("prefill"), f"http://{host_var('prefill', k)}:{PORT}", str(BOOTSTRAP_PORT)) for k in range(pre.instances)]
-    a += [(t.f("decode"), f"http://{host_var('decode', k)}:{PORT}") for k in range(dec.instances)]
+    a += [(t.f("prefill"), _url("prefill", k), str(BOOTSTRAP_PORT)) for k in range(pre.instances)]
+    a += [(t.f("decode"), _url("decode", k)) for k in range(dec.instances)]
     a += [(t.f("host"), "0.0.0.0"), (t.f("port"), str(ROUTER_PORT))]
-    return "# PD router (the OpenAI endpoint): PREFILL_k_HOST / DECODE_k_HOST = first node of each instance\n" + render(a)
+    how = "# PD router (the OpenAI endpoint): PREFILL_k_HOST / DECODE_k_HOST = first node of each instance\n"
+    return how + render(a)
+
+
+def _url(role: str, k: int) -> str:
+    return f"http://{host_var(role, k)}:{PORT}"

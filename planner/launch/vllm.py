@@ -71,7 +71,8 @@ def pool_commands(i: Inst, w: Weights, mla: bool) -> str:
             f"{i.head}\n{w.note}\n# first node (HEAD_NODE_IP, NODE_RANK=0) serves the API\n{render([*base, *mp])}\n"
             f"# each other node (NODE_RANK = 1..{i.nodes - 1})\n{render([*base, *mp, (t.f('headless'),)])}"
         )
-    return f"{i.head}\n# vLLM: DP ranks of TP x PP = {i.tp * i.pp} GPUs do not tile {i.gpus_per_node}-GPU nodes; not printed"
+    why = f"DP ranks of TP x PP = {i.tp * i.pp} GPUs do not tile {i.gpus_per_node}-GPU nodes"
+    return f"{i.head}\n# vLLM: {why}; not printed"
 
 
 def proxy_note() -> str:

@@ -236,7 +236,7 @@ def test_a_format_without_a_known_checkpoint_asks_for_one():
         assert "openai/gpt-oss-120b" in out["sglang"]
     else:
         assert "${CHECKPOINT:?" in out["sglang"]
-        assert "modelopt_fp4" not in out["sglang"] or "nvfp4" == r.deployment.pools[0].instance.precision.moe
+        assert "modelopt_fp4" not in out["sglang"] or r.deployment.pools[0].instance.precision.moe == "nvfp4"
     given = q.model_copy(update={"checkpoint": "me/my-checkpoint"})
     assert "me/my-checkpoint" in launch_commands(given, r)["vllm"]
 
@@ -279,8 +279,21 @@ def test_a_config_json_model_asks_for_checkpoint(tmp_path):
 
 
 def test_cli_plan_takes_a_checkpoint():
-    res = CliRunner().invoke(app, ["plan", "--json", "--max-gpus", "8", "--model", "qwen3-30b-a3b",
-                                   "--hardware", "h100-sxm", "--checkpoint", "me/ckpt"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "plan",
+            "--json",
+            "--max-gpus",
+            "8",
+            "--model",
+            "qwen3-30b-a3b",
+            "--hardware",
+            "h100-sxm",
+            "--checkpoint",
+            "me/ckpt",
+        ],
+    )
     assert res.exit_code == 0, res.output
     launch = json.loads(res.output)["recommendations"][0]["launch"]
     assert "me/ckpt" in launch["sglang"]
