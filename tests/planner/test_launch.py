@@ -20,15 +20,19 @@ from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.defaults import resolve
+from planner.deployment import Deployment, make_pool
 from planner.engines import ENGINES as PROFILES
 from planner.engines import profile
 from planner.estimator import estimate, max_batch
 from planner.launch import ENGINES, launch_commands
-from planner.launch.check import flag_file, option_names, problems, split
+from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
 from planner.plan import plan
 from planner.question import DEFAULT_QUESTION, Question
 from planner.scenario import load_scenario
-from roofline.catalog import hardware_ids, model_ids
+from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
+from roofline.catalog.schema import Checkpoints
+from roofline.deployment import Parallelism
+from roofline.precision import PrecisionMix
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 FILE_KEY = {
@@ -114,6 +118,19 @@ def _random_questions(n: int, seed: int) -> list[Question]:
     ]
 
 
+def assert_loads_a_real_checkpoint(q: Question, text: str) -> None:
+    """The model is an org/name repo id (or the placeholder asking for one), and ModelOpt FP4
+    quantization is only asked of an NVFP4 checkpoint."""
+    ck = get_model(q.model).checkpoints
+    for argv in split(text)[0]:
+        if argv[:3] != ["python", "-m", "sglang.launch_server"]:
+            continue
+        model = argv[argv.index("--model-path") + 1]
+        assert "/" in model, model
+        if "modelopt_fp4" in argv:
+            assert model in (ck.nvfp4 if ck else None, SAMPLES["CHECKPOINT"]), model
+
+
 def test_twenty_random_plans_parse_for_every_engine():
     """20 seeded random questions; every engine's commands for their top answer parse."""
     checked = dict.fromkeys(ENGINES, 0)
@@ -123,6 +140,7 @@ def test_twenty_random_plans_parse_for_every_engine():
             continue
         out = launch_commands(q, a.recommendations[0])
         assert_parses(out)
+        assert_loads_a_real_checkpoint(q, out["sglang"])
         for e in ENGINES:
             checked[e] += 1
     assert min(checked.values()) >= 15, checked
@@ -250,6 +268,22 @@ def test_bf16_checkpoints_planned_as_fp8_are_quantized_at_load_or_ask():
         assert "nvidia/Llama-3.1-70B-Instruct-FP8" in out["sglang"]
     else:
         assert "meta-llama/Llama-3.1-70B-Instruct" in out["sglang"]
+
+
+def test_a_bf16_checkpoint_planned_as_fp8_is_quantized_at_load_where_the_engine_can():
+    """SGLang and vLLM quantize BF16 weights to FP8 at load; TRT-LLM needs an FP8 checkpoint."""
+    m = get_model("llama-3.1-8b")
+    m = m.model_copy(update={"checkpoints": Checkpoints(bf16="meta-llama/Llama-3.1-8B-Instruct", source="test")})
+    prec = PrecisionMix(attention="bf16", kv_cache="bf16", dense="fp8", moe="fp8")
+    pool = make_pool("sglang", "aggregated", 1, Parallelism(gpus=1), m, get_hardware("h100-sxm"), prec, None)
+    r = SimpleNamespace(deployment=Deployment("sglang", (pool,)), point=SimpleNamespace(batch=64))
+    q = Question(model="llama-3.1-8b", hardware="h100-sxm", max_gpus=1)
+    out = launch_commands(q, r)  # type: ignore[arg-type]
+    assert_parses(out)
+    assert "--quantization fp8" in out["sglang"]
+    assert "--quantization fp8" in out["vllm"]
+    assert "${CHECKPOINT:?TRT-LLM does not quantize" in out["trtllm"]
+    assert "meta-llama/Llama-3.1-8B-Instruct" not in out["trtllm"].split("EOF")[-1]
 
 
 def test_a_config_json_model_asks_for_checkpoint(tmp_path):
