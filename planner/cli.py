@@ -249,6 +249,9 @@ def plan(
     optimize: Annotated[str | None, typer.Option(help="throughput-per-gpu | gpus | cost")] = None,
     price_per_gpu_hour: Annotated[float | None, typer.Option(help="USD per GPU-hour")] = None,
     engine: Annotated[str | None, typer.Option(help="sglang | trtllm | vllm")] = None,
+    checkpoint: Annotated[
+        str | None, typer.Option(help="HF repo id or path the launch commands load (needed for a config.json model)")
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="local processes (default: all cores)")] = None,
     ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (needs the `ray` extra)")] = None,
     chart: Annotated[Path | None, typer.Option(help="write the Pareto chart as HTML")] = None,
@@ -269,6 +272,7 @@ def plan(
         "optimize": optimize,
         "price_per_gpu_hour": price_per_gpu_hour,
         "engine": engine,
+        "checkpoint": checkpoint,
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
     sim = None

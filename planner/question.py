@@ -47,6 +47,7 @@ class Question(StrictModel):
     kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
     verify_top: int = Field(default=3, ge=0)  # candidates the simulator checks
     simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
+    checkpoint: str | None = Field(default=None, min_length=1)  # HF repo id or path the launch commands load
 
     @model_validator(mode="after")
     def _check(self) -> Question:

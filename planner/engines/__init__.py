@@ -5,8 +5,10 @@
 engine, a pool and a GPU into the step model's `RuntimeOptions`; scenario resolution and the
 planner's search both call it, so a deployment is priced and simulated with the same options.
 Values a scenario states (`runtime:` section) win over the profile; every profile value used
-for a field the scenario left unknown is noted with its source. This module does not model the
-engines; it only says how they are configured.
+for a field the scenario left unknown is noted with its source. Each profile's `launch:` section
+is the engine's launch template (programs, pinned version, flag file, flags by role, each
+sourced); planner/launch/ renders it. This module does not model the engines; it only says how
+they are configured.
 """
 
 from __future__ import annotations
@@ -54,6 +56,32 @@ class SScheduler(_Strict):
     source: str
 
 
+class SFlag(_Strict):
+    """One command-line flag or config key of a launch template, with where it is defined."""
+
+    flag: str
+    source: str
+
+
+class LaunchTool(_Strict):
+    """One program of an engine's launch recipe (server, router, disaggregation proxy, Dynamo
+    worker): its command, the version its flags were checked against (`flags_file` in
+    planner/engines/flags/, dumped from or extracted from that version's argument parser) and
+    the flags the planner prints, by role."""
+
+    command: str
+    version: str
+    flags_file: str
+    source: str
+    flags: dict[str, SFlag] = {}
+
+    def f(self, key: str) -> str:
+        """The flag for a role (KeyError names the tool's known roles)."""
+        if key not in self.flags:
+            raise KeyError(f"launch flag {key!r} not in template ({', '.join(sorted(self.flags))})")
+        return self.flags[key].flag
+
+
 class ArchOverride(_Strict):
     cuda_graphs: SBool | None = None
     pdl: SBool | None = None
@@ -77,6 +105,7 @@ class EngineProfile(_Strict):
     mtp_default: SInt
     fp8_kv_with_fp8_weights: SBool
     arch: dict[str, ArchOverride] = {}
+    launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
     def for_arch(self, arch: str) -> EngineProfile:
         over = self.arch.get(arch)

@@ -87,6 +87,18 @@ class MoE(StrictModel):
         return self
 
 
+class Checkpoints(StrictModel):
+    """Published Hugging Face checkpoints of a model by weight format of the routed experts (dense
+    models: of the weights). Only repo ids seen on their Hugging Face pages or in engine docs;
+    `source` says where."""
+
+    bf16: str | None = None
+    fp8: str | None = None
+    nvfp4: str | None = None
+    mxfp4: str | None = None
+    source: str
+
+
 class ModelSpec(StrictModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     name: str
@@ -102,6 +114,7 @@ class ModelSpec(StrictModel):
     sinkhorn_iters: int = Field(default=0, ge=0)
     tie_word_embeddings: bool = False
     checkpoint_format: str = "bf16"  # published weight format, informational
+    checkpoints: Checkpoints | None = None  # HF repo ids by format, for launch commands
     source: str = ""
 
     @model_validator(mode="after")

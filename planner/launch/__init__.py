@@ -1,0 +1,71 @@
+"""Launch recipes for a recommendation: for SGLang, vLLM and TensorRT-LLM the commands that start
+every pool (per node where an instance spans nodes), the disaggregation front door each engine
+has (SGLang's PD router, TRT-LLM's disaggregated proxy), and for disaggregated plans a Dynamo
+deployment resource.
+
+Flags are data (planner/engines/<engine>.yaml `launch:`), each checked against the flag list of
+a pinned engine version in planner/engines/flags/; planner/launch/check.py parses every printed
+command with those lists. Numbers come from the deployment: layout, precision, memory fraction,
+MTP drafts, token budgets and the plan's decode batch per instance (split per rank where the
+engine's limit is per rank). Nothing here is measured or estimated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planner.launch import dynamo, sglang, trtllm, vllm
+from planner.launch.common import Inst, Weights, inst, weights
+from planner.question import Question
+from roofline.catalog.schema import MLAAttention
+
+if TYPE_CHECKING:
+    from planner.plan import Recommendation
+
+ENGINES = ("sglang", "vllm", "trtllm")
+
+
+def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
+    """Engine name -> the shell text that launches the recommendation (and "dynamo" -> the
+    Dynamo deployment for disaggregated plans)."""
+    dep = r.deployment
+    mla = isinstance(dep.model.attention, MLAAttention)
+    pools = [(inst(p, r.point.batch), weights(q, p)) for p in dep.pools]
+    out = {engine: _planned(q, engine) + _engine(engine, pools, mla) for engine in ENGINES}
+    pre, dec = dep.first("prefill"), dep.first("decode")
+    if dep.mode == "disaggregated" and pre is not None and dec is not None:
+        engine = q.engine if q.engine in ENGINES else "sglang"
+        ip, wp = inst(pre, r.point.batch), weights(q, pre)
+        idc, wd = inst(dec, r.point.batch), weights(q, dec)
+        out["dynamo"] = dynamo.deployment(engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla)
+    return out
+
+
+def _planned(q: Question, engine: str) -> str:
+    if q.engine == engine:
+        return ""
+    return (
+        f"# priced for {q.engine}: the same layout, batch, memory fraction and token budget on {engine}"
+        " (its own defaults may differ)\n"
+    )
+
+
+def _engine(engine: str, pools: list[tuple[Inst, Weights]], mla: bool) -> str:
+    parts = []
+    for i, w in pools:
+        if engine == "sglang":
+            parts.append(sglang.pool_commands(i, w))
+        elif engine == "vllm":
+            parts.append(vllm.pool_commands(i, w, mla))
+        else:
+            parts.append(trtllm.pool_commands(i, w))
+    pre = next((i for i, _ in pools if i.role == "prefill"), None)
+    dec = next((i for i, _ in pools if i.role == "decode"), None)
+    if pre is not None and dec is not None:
+        if engine == "sglang":
+            parts.append(sglang.router(pre, dec))
+        elif engine == "trtllm":
+            parts.append(trtllm.disagg_proxy(pre, dec))
+        else:
+            parts.append(vllm.proxy_note())
+    return "\n\n".join(parts)

@@ -1,0 +1,160 @@
+"""What every engine's launch recipe needs from one pool: its layout split into per-instance and
+per-rank limits, the nodes an instance spans, and the checkpoint it loads.
+
+Per-instance vs per-rank: the plan's decode batch (`Recommendation.point.batch`) is sequences per
+instance; an engine limit that applies per attention-DP rank gets `ceil(batch / dp)`. Which limit
+is which is recorded with each flag in planner/engines/<engine>.yaml (`launch:`). This module
+renders no engine's flags; planner/launch/<engine>.py do.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+
+from planner.deployment import Pool, layout_label
+from planner.engines import LaunchTool, profile
+from planner.question import Question
+from roofline.catalog import model_ids
+
+PORT = 30000  # HTTP port of every server (each runs on its own node or instance)
+ROUTER_PORT = 8000  # the OpenAI-compatible front door: router, disaggregation proxy or Dynamo frontend
+
+
+def tool(engine: str, name: str) -> LaunchTool:
+    """An engine's launch template for one program (server, router, disaggregation proxy, Dynamo)."""
+    launch = profile(engine).launch
+    if launch is None or name not in launch:
+        raise KeyError(f"engine {engine!r} has no launch template {name!r}")
+    return launch[name]
+
+
+@dataclass(frozen=True, slots=True)
+class Inst:
+    """One pool's instance as the engines' flags see it."""
+
+    role: str  # prefill | decode | aggregated
+    instances: int
+    gpus: int
+    tp: int
+    dp: int
+    ep: int
+    pp: int
+    label: str
+    nodes: int  # nodes one instance spans
+    gpus_per_node: int  # GPUs of the instance on each of its nodes
+    batch: int  # decode sequences per instance (0 for a prefill pool: the KV pool sets it)
+    prefill_tokens_per_rank: int
+    cuda_graph_max_per_rank: int
+    mem_fraction: float
+    redundant_experts: int
+    kv_fp8: bool
+    mtp_drafts: int  # 0: no MTP
+
+    @property
+    def batch_per_rank(self) -> int:
+        """Sequences one attention-DP rank holds: the instance's batch split over its DP ranks."""
+        return math.ceil(self.batch / self.dp)
+
+    @property
+    def graph_batch_per_rank(self) -> int:
+        """Decode CUDA-graph batch per rank: the rank's batch, within the profile's graph limit."""
+        return max(1, min(self.batch_per_rank, self.cuda_graph_max_per_rank))
+
+    @property
+    def wide_ep(self) -> bool:
+        return self.ep > 1 and self.dp > 1
+
+    @property
+    def head(self) -> str:
+        span = f", {self.nodes} nodes x {self.gpus_per_node} GPUs" if self.nodes > 1 else ""
+        return f"# {self.role}: {self.instances} instance(s) of {self.gpus} GPU(s){span}, {self.label}"
+
+
+def inst(pool: Pool, batch: int) -> Inst:
+    par, spec = pool.parallel, pool.instance
+    gpn = spec.hardware.gpus_per_node
+    nodes = math.ceil(par.gpus / gpn)
+    rt = spec.runtime
+    return Inst(
+        role=pool.role,
+        instances=pool.instances,
+        gpus=par.gpus,
+        tp=par.tp,
+        dp=par.dp_attention,
+        ep=par.ep,
+        pp=par.pp,
+        label=layout_label(par),
+        nodes=nodes,
+        gpus_per_node=min(par.gpus, gpn),
+        batch=batch if pool.role != "prefill" else 0,
+        prefill_tokens_per_rank=rt.prefill_tokens_per_rank,
+        cuda_graph_max_per_rank=rt.cuda_graph_max_batch_per_rank,
+        mem_fraction=rt.mem_fraction,
+        redundant_experts=rt.redundant_experts,
+        kv_fp8=spec.precision.kv_cache == "fp8",
+        mtp_drafts=spec.mtp.draft_tokens if spec.mtp is not None else 0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """The checkpoint a pool loads and how its format relates to the plan's precision."""
+
+    path: str  # HF repo id, a user-given path, or a ${CHECKPOINT:?...} placeholder
+    fmt: str  # weight format the plan runs: bf16 | fp8 | nvfp4 | mxfp4
+    online_fp8: bool  # BF16 weights quantized to FP8 at load (SGLang/vLLM --quantization fp8)
+    note: str  # one comment line saying where the checkpoint comes from
+
+
+def weights(q: Question, pool: Pool) -> Weights:
+    """The checkpoint for the pool's precision: `--checkpoint` if given, else the catalog's repo
+    id for the format the plan runs (experts' format for MoE models), else BF16 weights with
+    online FP8 when the plan runs FP8, else a placeholder that stops the shell with the field to
+    fill."""
+    m, p = pool.instance.model, pool.instance.precision
+    fmt = p.moe if m.moe is not None else p.dense
+    if q.checkpoint:
+        return Weights(q.checkpoint, fmt, False, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights")
+    ck = m.checkpoints
+    repo = getattr(ck, fmt) if ck is not None else None
+    if repo:
+        return Weights(repo, fmt, False, f"# weights: {repo} ({fmt}; catalog {m.id}.yaml checkpoints)")
+    if fmt == "fp8" and ck is not None and ck.bf16:
+        return Weights(ck.bf16, fmt, True, f"# weights: {ck.bf16} (BF16) quantized to FP8 at load")
+    where = (
+        "the model is a HF config.json: pass planner plan --checkpoint REPO_ID"
+        if q.model not in model_ids()
+        else f"no {fmt} checkpoint of {m.id} in the catalog: export CHECKPOINT or pass --checkpoint"
+    )
+    hole = "${CHECKPOINT:?" + where + "}"
+    return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})")
+
+
+def sh(value: object) -> str:
+    """One shell word: values with ${...} or $((...)) in double quotes so they expand."""
+    text = str(value)
+    if "$" in text:
+        assert '"' not in text, text
+        assert "`" not in text, text
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def render(words: list[tuple[str, ...]]) -> str:
+    """A command as lines of `flag value` pairs joined by backslash-newlines."""
+    lines = [" ".join(w if i == 0 and not w.startswith("$") else sh(w) for i, w in enumerate(ws)) for ws in words]
+    return " \\\n  ".join(lines)
+
+
+def node_rank(nodes: int) -> str:
+    return "${NODE_RANK:?0 on the first node of the instance, 1.." + str(nodes - 1) + " on the others}"
+
+
+HEAD_IP = "${HEAD_NODE_IP:?address of the first node of the instance}"
+
+
+def host_var(role: str, i: int) -> str:
+    """The address of instance `i` of a role (its first node), filled in by the user."""
+    return "${" + f"{role.upper()}_{i}_HOST:?address of {role} instance {i}" + "}"

@@ -1,0 +1,333 @@
+"""Launch recipes parse with the engines' own flag lists, and carry the plan's per-rank limits,
+multi-node arguments, disaggregation setup and checkpoints.
+
+Every printed command is split and parsed with a parser rebuilt from the flag list dumped from
+the pinned engine version (planner/engines/flags/): SGLang 0.5.23 ServerArgs, sglang-router
+0.3.2, vLLM 0.33.0 `vllm serve`, TRT-LLM option names from its source, srun, Dynamo 1.6.1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.defaults import resolve
+from planner.deployment import Deployment, make_pool
+from planner.engines import ENGINES as PROFILES
+from planner.engines import profile
+from planner.estimator import estimate, max_batch
+from planner.launch import ENGINES, launch_commands
+from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
+from planner.plan import plan
+from planner.question import DEFAULT_QUESTION, Question
+from planner.scenario import load_scenario
+from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
+from roofline.catalog.schema import Checkpoints
+from roofline.deployment import Parallelism
+from roofline.precision import PrecisionMix
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+FILE_KEY = {
+    "sglang-0.5.23.json": "sglang",
+    "sglang-router-0.3.2.json": "router",
+    "vllm-0.33.0.json": "vllm",
+    "trtllm-source-snapshot.json": "trtllm",
+    "slurm-srun.json": "srun",
+}
+
+
+def assert_parses(out: dict[str, str]) -> None:
+    for engine, text in out.items():
+        found = problems(text)
+        assert not found, f"{engine}:\n" + "\n".join(found)
+        assert split(text)[0], f"{engine}: no command printed"
+
+
+@pytest.fixture(scope="module")
+def default_plan():
+    q = DEFAULT_QUESTION.model_copy(update={"verify_top": 0})
+    return q, plan(q, workers=1)
+
+
+def test_every_template_flag_is_in_its_pinned_flag_list():
+    """A template flag the pinned engine version does not define could never parse."""
+    for engine in PROFILES:
+        for name, t in (profile(engine).launch or {}).items():
+            if t.flags_file.startswith("dynamo"):
+                known = set(flag_file("dynamo")["workers"][engine]) | option_names(
+                    {"sglang": "sglang", "vllm": "vllm"}.get(engine, "trtllm")
+                )
+            else:
+                key = FILE_KEY[t.flags_file]
+                known = option_names(key)
+                if key == "trtllm":
+                    known |= set(flag_file("trtllm")["yaml"]["llm_api_options"]["fields"])
+                    known |= {o for f in flag_file("trtllm")["subcommands"]["disaggregated"] for o in f["options"]}
+            for role, f in t.flags.items():
+                assert f.flag in known, f"{engine}.{name}.{role}: {f.flag} not in {t.flags_file}"
+                assert f.source
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_launch_command_parses(path):
+    s = load_scenario(path)
+    res = resolve(s, path.parent)
+    dep = res.deployment
+    batch = estimate(res).decode_batch or max_batch(dep, res.isl, res.osl)
+    q = Question(model=s.model, hardware=s.hardware, engine=dep.engine, max_gpus=dep.gpus)
+    r = SimpleNamespace(deployment=dep, point=SimpleNamespace(batch=max(1, math.ceil(batch))))
+    out = launch_commands(q, r)  # type: ignore[arg-type]
+    assert set(ENGINES) <= set(out)
+    assert ("dynamo" in out) == (dep.mode == "disaggregated")
+    assert_parses(out)
+
+
+def test_default_plan_launch_commands_parse():
+    """`planner plan` with no arguments: the launch commands it prints for its top answers."""
+    res = CliRunner().invoke(app, ["plan", "--json"])
+    assert res.exit_code == 0, res.output
+    recs = json.loads(res.output)["recommendations"]
+    launches = [r["launch"] for r in recs if "launch" in r]
+    assert launches
+    for out in launches:
+        assert set(ENGINES) <= set(out)
+        assert_parses(out)
+
+
+def _random_questions(n: int, seed: int) -> list[Question]:
+    rng = random.Random(seed)
+    return [
+        Question(
+            model=rng.choice(model_ids()),
+            hardware=rng.choice(hardware_ids()),
+            max_gpus=rng.choice([4, 8, 16, 32, 72]),
+            engine=rng.choice(ENGINES),
+            isl=rng.choice([1000, 2000, 8000]),
+            osl=rng.choice([200, 1000]),
+            verify_top=0,
+        )
+        for _ in range(n)
+    ]
+
+
+def assert_loads_a_real_checkpoint(q: Question, text: str) -> None:
+    """The model is an org/name repo id (or the placeholder asking for one), and ModelOpt FP4
+    quantization is only asked of an NVFP4 checkpoint."""
+    ck = get_model(q.model).checkpoints
+    for argv in split(text)[0]:
+        if argv[:3] != ["python", "-m", "sglang.launch_server"]:
+            continue
+        model = argv[argv.index("--model-path") + 1]
+        assert "/" in model, model
+        if "modelopt_fp4" in argv:
+            assert model in (ck.nvfp4 if ck else None, SAMPLES["CHECKPOINT"]), model
+
+
+def test_twenty_random_plans_parse_for_every_engine():
+    """20 seeded random questions; every engine's commands for their top answer parse."""
+    checked = dict.fromkeys(ENGINES, 0)
+    for q in _random_questions(20, seed=16):
+        a = plan(q, workers=1)
+        if not a.recommendations:
+            continue
+        out = launch_commands(q, a.recommendations[0])
+        assert_parses(out)
+        assert_loads_a_real_checkpoint(q, out["sglang"])
+        for e in ENGINES:
+            checked[e] += 1
+    assert min(checked.values()) >= 15, checked
+
+
+@pytest.mark.parametrize(
+    ("engine", "old", "new"),
+    [
+        ("sglang", "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"),  # a flag 0.5.23 does not have
+        ("sglang", "--attn-dp-size 32", "--dp-size 32 --enable-dp-attention"),  # deprecated in 0.5.23
+        ("sglang", "fp8_e4m3", "fp8"),  # not a --kv-cache-dtype choice
+        ("sglang", "--nnodes 8", "--nnodes eight"),  # not an int
+        ("vllm", '"kv_role"', '"role"'),  # not a KVTransferConfig field
+        ("vllm", "--kv-cache-dtype fp8", "--kv-cache-dtype fp9"),  # not a CacheDType
+        ("trtllm", "free_gpu_memory_fraction", "free_gpu_mem_fraction"),  # not a KvCacheConfig field
+        ("trtllm", "backend: NIXL", "backend: nixl"),  # not a CacheTransceiverConfig backend
+        ("trtllm", "num_instances: 1", "num_instances: 2"),  # urls do not match
+        ("dynamo", "- --max-running-requests", "- --max-requests"),  # not an SGLang flag
+    ],
+)
+def test_a_flag_the_parser_rejects_is_reported(default_plan, engine, old, new):
+    """The check can fail: each edit makes one printed command invalid for its engine."""
+    q, a = default_plan
+    text = launch_commands(q, a.recommendations[0])[engine]
+    assert old in text
+    assert problems(text) == []
+    assert problems(text.replace(old, new, 1))
+
+
+def _flag(text: str, flag: str) -> list[str]:
+    return re.findall(rf"{re.escape(flag)} (\S+)", text)
+
+
+def test_limits_are_per_instance_or_per_rank_as_each_engine_reads_them(default_plan):
+    q, a = default_plan
+    r = a.recommendations[0]
+    dec = r.deployment.first("decode") or r.deployment.first("aggregated")
+    dp, batch = dec.parallel.dp_attention, r.point.batch
+    assert dp > 1
+    per_rank = math.ceil(batch / dp)
+    out = launch_commands(q, r)
+    assert _flag(out["sglang"], "--max-running-requests") == [str(batch)]  # per instance
+    assert _flag(out["sglang"], "--cuda-graph-max-bs-decode") == [str(min(per_rank, 512))]
+    assert set(_flag(out["vllm"], "--max-num-seqs")) == {str(per_rank)}  # per DP rank
+    gen = split(out["trtllm"])[1]
+    decode_yaml = next(v for k, v in gen.items() if k in ("gen.yaml", "agg.yaml"))
+    assert f"max_batch_size: {per_rank}" in decode_yaml  # per rank with attention DP
+
+
+def test_an_instance_larger_than_a_node_gets_per_node_commands(default_plan):
+    q, a = default_plan
+    r = next(r for r in a.recommendations if max(p.gpus_per_instance for p in r.deployment.pools) > 4)
+    big = max(r.deployment.pools, key=lambda p: p.gpus_per_instance)
+    nodes = math.ceil(big.gpus_per_instance / 4)  # GB200: 4 GPUs per node
+    out = launch_commands(q, r)
+    assert f"--nnodes {nodes}" in out["sglang"]
+    assert "--node-rank" in out["sglang"]
+    assert "--dist-init-addr" in out["sglang"]
+    assert "--headless" in out["vllm"]
+    assert "--data-parallel-address" in out["vllm"]
+    assert f"srun -N {nodes} --ntasks-per-node 4" in out["trtllm"]
+    assert "trtllm-llmapi-launch trtllm-serve" in out["trtllm"]
+
+
+def test_disaggregated_plans_get_each_engines_disaggregation_setup(default_plan):
+    q, a = default_plan
+    r = next(r for r in a.recommendations if r.deployment.mode == "disaggregated")
+    out = launch_commands(q, r)
+    assert "--disaggregation-bootstrap-port" in out["sglang"]
+    assert "sglang_router.launch_router" in out["sglang"]
+    assert "--pd-disaggregation" in out["sglang"]
+    assert "NixlConnector" in out["vllm"]
+    assert "trtllm-serve disaggregated" in out["trtllm"]
+    assert "cache_transceiver_config" in out["trtllm"]
+    dgd = split(out["dynamo"])[1]["dynamo.yaml"]
+    assert "kind: DynamoGraphDeployment" in dgd
+    assert "subComponentType: prefill" in dgd
+    assert "subComponentType: decode" in dgd
+
+
+def _one(model: str, hardware: str, **kw) -> tuple[Question, object]:
+    q = Question(model=model, hardware=hardware, max_gpus=8, verify_top=0, **kw)
+    a = plan(q, workers=1)
+    assert a.recommendations
+    return q, a.recommendations[0]
+
+
+def test_the_checkpoint_matches_the_plans_precision():
+    """An FP8 checkpoint is never told it is NVFP4; an NVFP4 plan loads an NVFP4 checkpoint."""
+    q, r = _one("qwen3-30b-a3b", "h100-sxm")
+    prec = r.deployment.pools[0].instance.precision
+    out = launch_commands(q, r)
+    want = {"fp8": "Qwen/Qwen3-30B-A3B-FP8", "bf16": "Qwen/Qwen3-30B-A3B"}[prec.moe]
+    assert want in out["sglang"]
+    assert "modelopt_fp4" not in out["sglang"]
+
+
+def test_nvfp4_plans_load_nvidia_checkpoints_and_say_so():
+    q, r = _one("deepseek-v3", "b200")
+    if r.deployment.pools[0].instance.precision.moe != "nvfp4":
+        pytest.skip("the best B200 answer does not run NVFP4 experts")
+    out = launch_commands(q, r)
+    assert "nvidia/DeepSeek-V3-0324-FP4" in out["sglang"]
+    assert "--quantization modelopt_fp4" in out["sglang"]
+
+
+def test_a_format_without_a_known_checkpoint_asks_for_one():
+    q, r = _one("gpt-oss-120b", "b200", modes=["aggregated"])
+    out = launch_commands(q, r)
+    if r.deployment.pools[0].instance.precision.moe == "mxfp4":
+        assert "openai/gpt-oss-120b" in out["sglang"]
+    else:
+        assert "${CHECKPOINT:?" in out["sglang"]
+        assert "modelopt_fp4" not in out["sglang"] or r.deployment.pools[0].instance.precision.moe == "nvfp4"
+    given = q.model_copy(update={"checkpoint": "me/my-checkpoint"})
+    assert "me/my-checkpoint" in launch_commands(given, r)["vllm"]
+
+
+def test_bf16_checkpoints_planned_as_fp8_are_quantized_at_load_or_ask():
+    q, r = _one("llama-3.1-70b", "h100-sxm")
+    prec = r.deployment.pools[0].instance.precision
+    out = launch_commands(q, r)
+    assert_parses(out)
+    if prec.dense == "fp8":
+        assert "nvidia/Llama-3.1-70B-Instruct-FP8" in out["sglang"]
+    else:
+        assert "meta-llama/Llama-3.1-70B-Instruct" in out["sglang"]
+
+
+def test_a_bf16_checkpoint_planned_as_fp8_is_quantized_at_load_where_the_engine_can():
+    """SGLang and vLLM quantize BF16 weights to FP8 at load; TRT-LLM needs an FP8 checkpoint."""
+    m = get_model("llama-3.1-8b")
+    m = m.model_copy(update={"checkpoints": Checkpoints(bf16="meta-llama/Llama-3.1-8B-Instruct", source="test")})
+    prec = PrecisionMix(attention="bf16", kv_cache="bf16", dense="fp8", moe="fp8")
+    pool = make_pool("sglang", "aggregated", 1, Parallelism(gpus=1), m, get_hardware("h100-sxm"), prec, None)
+    r = SimpleNamespace(deployment=Deployment("sglang", (pool,)), point=SimpleNamespace(batch=64))
+    q = Question(model="llama-3.1-8b", hardware="h100-sxm", max_gpus=1)
+    out = launch_commands(q, r)  # type: ignore[arg-type]
+    assert_parses(out)
+    assert "--quantization fp8" in out["sglang"]
+    assert "--quantization fp8" in out["vllm"]
+    assert "${CHECKPOINT:?TRT-LLM does not quantize" in out["trtllm"]
+    assert "meta-llama/Llama-3.1-8B-Instruct" not in out["trtllm"].split("EOF")[-1]
+
+
+def test_a_config_json_model_asks_for_checkpoint(tmp_path):
+    """A model given as a HF config.json has no catalog checkpoint: the command names the field."""
+    cfg = {  # Qwen3-30B-A3B's shape (catalog qwen3-30b-a3b.yaml)
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 768,
+        "intermediate_size": 6144,
+        "torch_dtype": "bfloat16",
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    q = Question(model=str(path), hardware="h100-sxm", max_gpus=8, verify_top=0)
+    a = plan(q, workers=1)
+    out = launch_commands(q, a.recommendations[0])
+    assert "--checkpoint" in out["sglang"]
+    assert str(path) not in out["sglang"]  # the config file is never passed as the model
+    assert_parses(out)
+
+
+def test_cli_plan_takes_a_checkpoint():
+    res = CliRunner().invoke(
+        app,
+        [
+            "plan",
+            "--json",
+            "--max-gpus",
+            "8",
+            "--model",
+            "qwen3-30b-a3b",
+            "--hardware",
+            "h100-sxm",
+            "--checkpoint",
+            "me/ckpt",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    launch = json.loads(res.output)["recommendations"][0]["launch"]
+    assert "me/ckpt" in launch["sglang"]
