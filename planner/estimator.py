@@ -61,9 +61,15 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
     decode_s = max(osl - 1, 0) * tpot
     x = dec.instances * b / decode_s if decode_s > 0 else mu
     limit = ""
-    if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds
-        x, limit = 0.999 * mu, "prefill pool at capacity"
-        b = x * decode_s / dec.instances if decode_s > 0 else b
+    if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds, and the batch is what
+        x, limit = 0.999 * mu, "prefill pool at capacity"  # that rate keeps in flight
+        for _ in range(ITERATIONS):
+            b_new = x * decode_s / dec.instances if decode_s > 0 else b
+            tpot = decode_time(dec, b_new, kv_len) / tokens_per_step(dec)
+            decode_s = max(osl - 1, 0) * tpot
+            if abs(b_new - b) <= 1e-6 * b:
+                break
+            b = b_new
     ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
