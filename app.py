@@ -1,174 +1,267 @@
-"""Streamlit what-if dashboard: `streamlit run app.py`.
+"""Streamlit dashboard: `streamlit run app.py`.
 
-Thin by design: the question panel and what-if controls call `planner.dashboard`, which uses the
-same API as the `planner` CLI. Results are cached, so what-if changes re-run in well under a
-second; bad input shows as a message on the page.
+Thin by design: it lays out what `planner.dashboard` computes from the same API as the `planner`
+CLI. Every figure of a recommendation comes from its one record (`planner.plan_report.record`);
+what-if figures are estimates, compared with the same deployment estimated the same way.
+Settings live in the URL so a page can be shared; bad input shows as a message on the page.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from planner import dashboard as dash
-from planner.plan import plan
-from planner.question import DEFAULT_QUESTION, build_question
+from planner.dashboard import charts, exports, simview, urlstate, view
+from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
+from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
+from planner.plan import Answer, plan
+from planner.plan_report import table_rows
+from planner.question import DEFAULT_QUESTION, Question, build_question
 from roofline.catalog import hardware_ids, model_ids
 from roofline.errors import PlannerError
 
-ANCHORS = Path(__file__).resolve().parent.parent / "shared" / "validation" / "seed_anchors.yaml"
+ROOT = Path(__file__).resolve().parent
+ANCHORS = next(
+    (p for p in (b / "shared" / "validation" / "seed_anchors.yaml" for b in (ROOT, ROOT.parent)) if p.exists()),
+    ROOT.parent / "shared" / "validation" / "seed_anchors.yaml",
+)
+D = DEFAULT_QUESTION
+DEFAULTS: dict[str, Any] = {
+    "page": "Plan", "model": D.model, "hardware": D.hardware, "engine": D.engine, "max_gpus": D.max_gpus or 72,
+    "isl": D.isl, "osl": D.osl, "price": D.price_per_gpu_hour, "traffic": "best operating point", "rate": 10.0,
+    "concurrency": 256, "ttft": D.slo.ttft_p90_ms or 2000.0, "tpot": D.slo.tpot_p90_ms or 50.0, "rec": 0,
+    "other": 1, "kv": "as planned", "moe": "as planned", "ep": 0, "batch": 0, "mtp": -1.0, "overlap": -1.0,
+    "frac": -1.0, "tc": False, "ts": False,
+}  # fmt: skip
 
 st.set_page_config(page_title="MoE capacity planner", layout="wide")
+st.set_option("client.toolbarMode", "viewer")  # no Deploy button: this is a tool, not a demo
+
+if "_seeded" not in st.session_state:  # first run of a session: settings from the URL
+    st.session_state["_seeded"] = True
+    for k, v in urlstate.from_params(st.query_params).items():
+        st.session_state[k] = v
+for k, v in DEFAULTS.items():
+    st.session_state.setdefault(k, v)
 
 
 @st.cache_resource
 def code_fingerprint() -> str:
-    return dash.code_fingerprint()
+    return exports.code_fingerprint()
 
 
-# Persisted across restarts (the first render after the first run is instant); the key includes a
-# fingerprint of the planner's code and calibration data, so an upgrade never serves a stale answer.
+# Persisted across restarts; the key includes a fingerprint of the planner's code and data.
 @st.cache_data(show_spinner="planning...", persist="disk", max_entries=32)
-def answer_for(question_json: str, fingerprint: str):  # type: ignore[no-untyped-def]
-    return plan(build_question(json.loads(question_json)), workers=1)
+def answer_for(question_json: str, fingerprint: str) -> Answer:
+    return plan(build_question(json.loads(question_json)), workers=None)
 
 
 @st.cache_data(max_entries=256)
-def breakdown_for(scn_json: str) -> dash.Breakdown:
-    return dash.breakdown(json.loads(scn_json))
+def breakdown_for(scn_json: str) -> Breakdown:
+    return breakdown(json.loads(scn_json))
 
 
-@st.cache_data(show_spinner="simulating...", max_entries=32)
-def timeseries_for(scn_json: str, requests: int) -> dict[str, list[float]]:
-    return dash.timeseries(json.loads(scn_json), requests)
+@st.cache_data(max_entries=64)
+def fallbacks_for(scn_json: str) -> dict[str, str]:
+    return tc_overrides(json.loads(scn_json))
 
 
-def question_panel() -> dict:
-    d = DEFAULT_QUESTION
+@st.cache_data(show_spinner="simulating...", max_entries=16)
+def timeseries_for(scn_json: str, sim_json: str) -> dict[str, Any]:
+    return simview.timeseries(json.loads(scn_json), json.loads(sim_json))
+
+
+def _js(x: object) -> str:
+    return json.dumps(x, sort_keys=True, default=str)
+
+
+def question_panel() -> dict[str, Any]:
     sb = st.sidebar
     sb.header("Question")
-    q = {
-        "model": sb.selectbox("model", model_ids(), index=model_ids().index(d.model)),
-        "hardware": sb.selectbox("hardware", hardware_ids(), index=hardware_ids().index(d.hardware)),
-        "max_gpus": int(sb.number_input("GPUs (at most)", 1, 1152, d.max_gpus or 72)),
-        "isl": int(sb.number_input("input tokens", 1, 1_000_000, d.isl)),
-        "osl": int(sb.number_input("output tokens", 1, 100_000, d.osl)),
-        "engine": sb.selectbox("engine", ["sglang", "trtllm", "vllm"]),
-        "price_per_gpu_hour": float(sb.number_input("price per GPU-hour (USD)", 0.01, 100.0, d.price_per_gpu_hour)),
+    if st.session_state["model"] not in model_ids():
+        st.session_state["model"] = DEFAULTS["model"]
+    if st.session_state["hardware"] not in hardware_ids():
+        st.session_state["hardware"] = DEFAULTS["hardware"]
+    q: dict[str, Any] = {
+        "model": sb.selectbox("model", model_ids(), key="model"),
+        "hardware": sb.selectbox("hardware", hardware_ids(), key="hardware"),
+        "max_gpus": int(sb.number_input("GPUs (at most)", 1, 1152, key="max_gpus")),
+        "isl": int(sb.number_input("input tokens", 1, 10_000_000, key="isl")),
+        "osl": int(sb.number_input("output tokens", 1, 1_000_000, key="osl")),
+        "engine": sb.selectbox("engine", ["sglang", "trtllm", "vllm"], key="engine"),
+        "price_per_gpu_hour": float(sb.number_input("price per GPU-hour (USD)", 0.01, 100.0, key="price")),
         "verify_top": 2,
     }
-    traffic = sb.radio("traffic", ["best operating point", "request rate", "concurrency"], horizontal=False)
+    traffic = sb.radio("traffic", ["best operating point", "request rate", "concurrency"], key="traffic")
     if traffic == "request rate":
-        q["rate"] = float(sb.number_input("requests/s", 0.01, 1e5, 10.0))
+        q["rate"] = float(sb.number_input("requests/s", 0.01, 1e6, key="rate"))
     elif traffic == "concurrency":
-        q["concurrency"] = int(sb.number_input("requests in flight", 1, 1_000_000, 256))
+        q["concurrency"] = int(sb.number_input("requests in flight", 1, 1_000_000, key="concurrency"))
     sb.subheader("SLO (p90)")
     q["slo"] = {
-        "ttft_p90_ms": float(sb.number_input("TTFT ms", 1.0, 1e6, d.slo.ttft_p90_ms or 2000.0)),
-        "tpot_p90_ms": float(sb.number_input("TPOT ms", 0.01, 1e5, d.slo.tpot_p90_ms or 50.0)),
+        "ttft_p90_ms": float(sb.number_input("TTFT ms", 1.0, 1e6, key="ttft")),
+        "tpot_p90_ms": float(sb.number_input("TPOT ms", 0.01, 1e5, key="tpot")),
     }
     upload = sb.file_uploader("trace (Azure/Splitwise CSV, Mooncake JSONL)", type=["csv", "jsonl"])
     if upload is not None:
-        q["simulation"] = {
-            "requests": 2000,
-            "trace": dash.trace_from_upload(upload.getvalue(), upload.name).model_dump(),
-        }
+        trace = exports.trace_from_upload(upload.getvalue(), upload.name)
+        q["simulation"] = {"requests": 2000, "trace": trace.model_dump()}
     return q
 
 
-def what_if_panel(key: str) -> dash.WhatIf:
+def what_if_panel(fallbacks: bool) -> WhatIf:
+    st.markdown("**What if** (estimates; compared with the same deployment estimated the same way)")
     c = st.columns(4)
-    kv = c[0].selectbox("KV cache", ["as planned", "bf16", "fp8"], key=f"kv{key}")
-    moe = c[1].selectbox("experts", ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"], key=f"moe{key}")
-    ep = c[2].selectbox(
-        "decode EP", [0, 8, 16, 32, 48, 72], format_func=lambda v: str(v) if v else "as planned", key=f"ep{key}"
-    )
-    batch = c[3].number_input("batch cap / instance (0: as planned)", 0, 100_000, 0, key=f"b{key}")
+    kv = c[0].selectbox("KV cache", ["as planned", "bf16", "fp8"], key="kv")
+    moe = c[1].selectbox("experts", ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"], key="moe")
+    ep = c[2].selectbox("decode EP", [0, 8, 16, 32, 48, 72], format_func=lambda v: str(v) if v else "as planned",
+                        key="ep")
+    batch = c[3].number_input("batch cap / instance (0: as planned)", 0, 100_000, key="batch")
     c2 = st.columns(4)
-    mtp = c2[0].slider("MTP accepted of 3 drafts (0: off)", 0.0, 3.0, 0.0, 0.05, key=f"mtp{key}")
-    overlap = c2[1].slider("comm overlap", 0.0, 1.0, 0.5, 0.05, key=f"ov{key}")
-    frac = c2[2].slider("KV memory fraction", 0.5, 0.95, 0.85, 0.01, key=f"fr{key}")
-    tc = c2[3].toggle("tensor-core kernels for fallbacks", key=f"tc{key}")
-    return dash.WhatIf(
-        kv_cache=None if kv == "as planned" else kv,
-        moe=None if moe == "as planned" else moe,
-        ep=ep or None,
-        batch=int(batch) or None,
-        mtp_accepted=mtp or None,
-        comm_overlap=overlap,
-        mem_fraction=frac,
-        tensor_core_kernels=tc,
+    mtp = c2[0].select_slider("MTP accepted of 3 drafts", [-1.0, *[i / 4 for i in range(13)]], key="mtp",
+                              format_func=lambda v: "as planned" if v < 0 else "off" if v == 0 else f"{v:g}")
+    pick = [-1.0, *[i / 20 for i in range(21)]]
+    overlap = c2[1].select_slider("comm overlap", pick, key="overlap",
+                                  format_func=lambda v: "as planned" if v < 0 else f"{v:.0%}")
+    frac = c2[2].select_slider("KV memory fraction", [-1.0, *[i / 100 for i in range(50, 96)]], key="frac",
+                               format_func=lambda v: "as planned" if v < 0 else f"{v:.2f}")
+    tc = c2[3].toggle("tensor-core kernels for fallbacks", key="tc") if fallbacks else False
+    return WhatIf(
+        kv_cache=None if kv == "as planned" else kv, moe=None if moe == "as planned" else moe, ep=ep or None,
+        batch=int(batch) or None, mtp_accepted=None if mtp < 0 else mtp,
+        comm_overlap=None if overlap < 0 else overlap, mem_fraction=None if frac < 0 else frac,
+        tensor_core_kernels=bool(tc),
     )
 
 
-def plan_page(q: dict) -> None:
-    a = answer_for(json.dumps(q, sort_keys=True), code_fingerprint())
-    st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulated")
-    msg = dash.closest_message(a)
-    if msg:
-        st.warning(msg)
-    st.subheader("Recommendations" if a.feasible else "Closest configuration")
-    st.dataframe(dash.recommendations_table(a), hide_index=True, width="stretch")
-    st.subheader("Pareto front")
-    st.plotly_chart(dash.pareto_figure(a), width="stretch")
-    if not a.recommendations:
-        return
-    labels = [f"#{i + 1} {r['deployment']}" for i, r in enumerate(dash.recommendations_table(a))]
-    st.subheader("Deployment")
-    left, right = st.columns(2)
-    i = labels.index(left.selectbox("deployment", labels))
-    j = labels.index(right.selectbox("compare with", labels, index=min(1, len(labels) - 1)))
-    base = dash.scenario_of(a, i)
-    w = what_if_panel("a")
-    changed = dash.apply_what_if(base, w)
-    other = dash.scenario_of(a, j)
-    b0, b2 = (breakdown_for(json.dumps(s, sort_keys=True)) for s in (base, other))
+def show_cards(cards: list[view.Card]) -> None:
+    for col, c in zip(st.columns(len(cards)), cards, strict=True):
+        col.metric(c.label, c.value, c.delta, delta_color=c.delta_color, help=c.help)  # type: ignore[arg-type]
+
+
+def what_if_section(q: Question, a: Answer, i: int, base: dict[str, Any], w: WhatIf) -> tuple[Breakdown, Any]:
+    b0 = breakdown_for(_js(base))
+    if not w.active:
+        return b0, None
+    changed = apply_what_if(base, w)
     try:
-        b1 = breakdown_for(json.dumps(changed, sort_keys=True))
+        b1 = breakdown_for(_js(changed))
     except PlannerError as exc:  # an impossible what-if (e.g. NVFP4 on Hopper) is a message, the rest stays
         st.error(f"what-if: {exc}")
-        b1, changed = b0, base
-    cols = st.columns(len(b0.metrics))
-    for col, (name, v) in zip(cols, b1.metrics.items(), strict=True):
-        col.metric(name, f"{v:,.1f}", f"{v - b0.metrics[name]:+,.1f} vs plan")
-    st.plotly_chart(dash.breakdown_figure([("plan", b0), ("what-if", b1), (f"#{j + 1}", b2)]), width="stretch")
-    m1, m2 = st.columns(2)
-    m1.caption("memory per GPU (what-if)")
-    m1.plotly_chart(dash.memory_figure(b1), width="stretch")
-    m2.caption(f"side by side: #{i + 1} (what-if) vs #{j + 1}")
-    m2.dataframe(
-        [{"metric": k, f"#{i + 1}": round(b1.metrics[k], 2), f"#{j + 1}": round(b2.metrics[k], 2)} for k in b1.metrics],
-        hide_index=True,
-    )
-    if st.toggle("simulate this deployment (time series)"):
-        st.plotly_chart(
-            dash.timeseries_figure(timeseries_for(json.dumps(changed, sort_keys=True), 1200)), width="stretch"
-        )
-    files = dash.downloads(a, i)
-    dl = st.columns(len(files))
-    for col, (name, text) in zip(dl, files.items(), strict=True):
+        return b0, None
+    over = gpu_budget_problem(changed, q.budget)
+    if over:
+        st.error(over)
+    deltas = view.what_if_deltas(b0, b1, gpus_of(base), gpus_of(changed), q.osl)
+    show_cards([view.Card(d.label, d.text, view.DELTA_HELP, d.change, d.color) for d in deltas])
+    st.markdown(view.badge_markdown(view.slo_badges(q, view.estimate_figures(b1), "what-if estimate, mean")))
+    st.caption(view.explain_change(b0, b1, base))
+    return b1, changed
+
+
+def side_by_side(a: Answer, i: int, j: int, b_whatif: Breakdown | None) -> None:
+    st.subheader("Side by side")
+    left, right = st.columns(2)
+    rows_l = view.side_rows(a, i, b_whatif)
+    rows_r = view.side_rows(a, j, None)
+    title_l = f"#{i + 1} with the what-if" if b_whatif else f"#{i + 1} as planned"
+    left.markdown(f"**{title_l}**")
+    left.dataframe(rows_l, hide_index=True, width="stretch")
+    right.markdown(f"**#{j + 1} as planned**")
+    right.dataframe(rows_r, hide_index=True, width="stretch")
+
+
+def plan_page(q_in: dict[str, Any]) -> None:
+    q = build_question(q_in)  # bad input becomes a message, not a traceback
+    st.title("MoE capacity planner")
+    st.markdown(view.header(q))
+    problem = view.context_problem(q)
+    if problem:
+        st.error(problem)
+        return
+    a = answer_for(_js(q_in), code_fingerprint())
+    st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulated")
+    if q.simulation and q.simulation.trace:
+        st.info(f"Trace-driven: the simulated rows and the time series replay {Path(q.simulation.trace.path).name}.")
+    for msg in filter(None, [view.closest_message(a), *a.notes]):
+        st.warning(msg)
+    empty = view.empty_reason(a)
+    if empty:
+        st.error(empty)
+        return
+    rows = table_rows(a)
+    st.subheader("Recommendations" if a.feasible else "Closest configuration first")
+    st.dataframe(rows, hide_index=True, width="stretch", height=35 * (len(rows) + 1) + 3,
+                 column_config={k: st.column_config.Column(help=h) for k, h in view.COLUMN_HELP.items()})
+    st.caption(view.ranking_note(a))
+    labels = [f"#{r['#']} {r['deployment']} ({r['precision']}{', MTP' if r['MTP'] == 'yes' else ''})" for r in rows]
+    for key in ("rec", "other"):
+        if st.session_state[key] >= len(labels):
+            st.session_state[key] = min(DEFAULTS[key], len(labels) - 1)
+    c1, c2 = st.columns(2)
+    i = c1.selectbox("deployment", range(len(labels)), format_func=labels.__getitem__, key="rec")
+    j = c2.selectbox("compare with", range(len(labels)), format_func=labels.__getitem__, key="other")
+    st.subheader("Pareto front")
+    reason = view.front_reason(a)
+    if reason:
+        st.info(reason)
+    st.plotly_chart(charts.pareto_figure(a, i), width="stretch")
+    st.subheader(f"#{i + 1} {rows[i]['deployment']}")
+    cards, rec = view.plan_cards(a, i)
+    show_cards(cards)
+    st.markdown(view.badge_markdown(view.slo_badges(q, rec, rec["figures"])))
+    base = exports.scenario_of(a, i)
+    w = what_if_panel(bool(fallbacks_for(_js(base))))
+    b1, changed = what_if_section(q, a, i, base, w)
+    b_plan, b_other = breakdown_for(_js(base)), breakdown_for(_js(exports.scenario_of(a, j)))
+    side_by_side(a, i, j, b1 if changed else None)
+    items = [(f"#{i + 1}", b_plan)] + ([("what-if", b1)] if changed else []) + [(f"#{j + 1}", b_other)]
+    st.plotly_chart(charts.breakdown_figure(items), width="stretch")
+    st.caption(f"memory per GPU, #{i + 1}{' with the what-if' if changed else ''}")
+    st.plotly_chart(charts.memory_figure(b1), width="stretch")
+    scn = changed or base
+    if st.toggle("simulate this deployment (time series)", key="ts"):
+        ts = timeseries_for(_js(scn), _js(q_in.get("simulation")))
+        st.caption(f"simulated: {ts['requests']:,} requests, {ts['source']}")
+        slo = {f"{k.split('_')[0]}_ms": v for k, v in q.slo.targets().items()}
+        st.plotly_chart(charts.timeseries_figure(ts, slo, b1.estimate.decode_batch), width="stretch")
+    downloads(a, i, w, scn)
+
+
+def downloads(a: Answer, i: int, w: WhatIf, scn: dict[str, Any]) -> None:
+    files = exports.downloads(a, i, w, scn)
+    for col, (name, text) in zip(st.columns(len(files)), files.items(), strict=True):
         col.download_button(name, text, file_name=name)
+    with st.expander("scenario to download" + (" (with the what-if)" if w.active else "")):
+        st.code(next(iter(files.values())), language="yaml")
 
 
 def validation_page() -> None:
+    st.title("Validation against published results")
     if not ANCHORS.exists():
         st.info(f"no anchor file at {ANCHORS}")
         return
-    rows, summary, fig = dash.validation(ANCHORS)
-    st.caption(
-        f"{summary['within_tolerance']} of {summary['count']} within tolerance; median |error| "
-        f"{summary['median_abs_rel_error']:.1%}"
+    rows, summary = exports.validation_rows(ANCHORS)
+    st.markdown(
+        f"{summary['within_tolerance']} of {summary['count']} anchors within tolerance; median |error| "
+        f"{summary['median_abs_rel_error']:.1%}. Green: within the anchor's tolerance, red: outside it. "
+        "Error % = (predicted - published) / published."
     )
-    st.plotly_chart(fig, width="stretch")
+    st.plotly_chart(charts.validation_figure(rows), width="stretch")
     st.dataframe(rows, hide_index=True, width="stretch")
 
 
-page = st.sidebar.radio("page", ["Plan", "Validation"])
+page = st.sidebar.radio("page", ["Plan", "Validation"], key="page", horizontal=True)
 try:
-    question = question_panel()
-    build_question(question)  # bad input becomes a message, not a traceback
-    plan_page(question) if page == "Plan" else validation_page()
+    if page == "Plan":
+        question = question_panel()
+        plan_page(question)
+    else:
+        validation_page()
 except PlannerError as exc:
     st.error(str(exc))
+values = {k: st.session_state.get(k) for k in DEFAULTS}
+st.query_params.from_dict(urlstate.to_params(values, DEFAULTS))
