@@ -117,22 +117,36 @@ def what_if_panel(fallbacks: bool) -> WhatIf:
     c = st.columns(4)
     kv = c[0].selectbox("KV cache", ["as planned", "bf16", "fp8"], key="kv")
     moe = c[1].selectbox("experts", ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"], key="moe")
-    ep = c[2].selectbox("decode EP", [0, 8, 16, 32, 48, 72], format_func=lambda v: str(v) if v else "as planned",
-                        key="ep")
+    ep = c[2].selectbox(
+        "decode EP", [0, 8, 16, 32, 48, 72], format_func=lambda v: str(v) if v else "as planned", key="ep"
+    )
     batch = c[3].number_input("batch cap / instance (0: as planned)", 0, 100_000, key="batch")
     c2 = st.columns(4)
-    mtp = c2[0].select_slider("MTP accepted of 3 drafts", [-1.0, *[i / 4 for i in range(13)]], key="mtp",
-                              format_func=lambda v: "as planned" if v < 0 else "off" if v == 0 else f"{v:g}")
+    mtp = c2[0].select_slider(
+        "MTP accepted of 3 drafts",
+        [-1.0, *[i / 4 for i in range(13)]],
+        key="mtp",
+        format_func=lambda v: "as planned" if v < 0 else "off" if v == 0 else f"{v:g}",
+    )
     pick = [-1.0, *[i / 20 for i in range(21)]]
-    overlap = c2[1].select_slider("comm overlap", pick, key="overlap",
-                                  format_func=lambda v: "as planned" if v < 0 else f"{v:.0%}")
-    frac = c2[2].select_slider("KV memory fraction", [-1.0, *[i / 100 for i in range(50, 96)]], key="frac",
-                               format_func=lambda v: "as planned" if v < 0 else f"{v:.2f}")
+    overlap = c2[1].select_slider(
+        "comm overlap", pick, key="overlap", format_func=lambda v: "as planned" if v < 0 else f"{v:.0%}"
+    )
+    frac = c2[2].select_slider(
+        "KV memory fraction",
+        [-1.0, *[i / 100 for i in range(50, 96)]],
+        key="frac",
+        format_func=lambda v: "as planned" if v < 0 else f"{v:.2f}",
+    )
     tc = c2[3].toggle("tensor-core kernels for fallbacks", key="tc") if fallbacks else False
     return WhatIf(
-        kv_cache=None if kv == "as planned" else kv, moe=None if moe == "as planned" else moe, ep=ep or None,
-        batch=int(batch) or None, mtp_accepted=None if mtp < 0 else mtp,
-        comm_overlap=None if overlap < 0 else overlap, mem_fraction=None if frac < 0 else frac,
+        kv_cache=None if kv == "as planned" else kv,
+        moe=None if moe == "as planned" else moe,
+        ep=ep or None,
+        batch=int(batch) or None,
+        mtp_accepted=None if mtp < 0 else mtp,
+        comm_overlap=None if overlap < 0 else overlap,
+        mem_fraction=None if frac < 0 else frac,
         tensor_core_kernels=bool(tc),
     )
 
@@ -194,8 +208,13 @@ def plan_page(q_in: dict[str, Any]) -> None:
         return
     rows = table_rows(a)
     st.subheader("Recommendations" if a.feasible else "Closest configuration first")
-    st.dataframe(rows, hide_index=True, width="stretch", height=35 * (len(rows) + 1) + 3,
-                 column_config={k: st.column_config.Column(help=h) for k, h in view.COLUMN_HELP.items()})
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        height=35 * (len(rows) + 1) + 3,
+        column_config={k: st.column_config.Column(help=h) for k, h in view.COLUMN_HELP.items()},
+    )
     st.caption(view.ranking_note(a))
     labels = [f"#{r['#']} {r['deployment']} ({r['precision']}{', MTP' if r['MTP'] == 'yes' else ''})" for r in rows]
     for key in ("rec", "other"):
@@ -225,9 +244,10 @@ def plan_page(q_in: dict[str, Any]) -> None:
     scn = changed or base
     if st.toggle("simulate this deployment (time series)", key="ts"):
         ts = timeseries_for(_js(scn), _js(q_in.get("simulation")))
-        st.caption(f"simulated: {ts['requests']:,} requests, {ts['source']}")
+        steady = "" if ts.get("converged") else "; the measured window had not converged (figures still moving)"
+        st.caption(f"simulated: {ts['requests']:,} requests, {ts['source']}{steady}. Dotted: the record's batch.")
         slo = {f"{k.split('_')[0]}_ms": v for k, v in q.slo.targets().items()}
-        st.plotly_chart(charts.timeseries_figure(ts, slo, b1.estimate.decode_batch), width="stretch")
+        st.plotly_chart(charts.timeseries_figure(ts, slo, rec["batch_per_instance"]), width="stretch")
     downloads(a, i, w, scn)
 
 

@@ -90,8 +90,11 @@ def breakdown_figure(items: list[tuple[str, Breakdown]]) -> go.Figure:
         )
     )
     fig.update_layout(
-        barmode="stack", yaxis_title="time per forward step (ms)", xaxis_title="deployment: step",
-        height=380, margin={"t": 20},
+        barmode="stack",
+        yaxis_title="time per forward step (ms)",
+        xaxis_title="deployment: step",
+        height=380,
+        margin={"t": 20},
     )
     return fig
 
@@ -118,7 +121,11 @@ def memory_figure(b: Breakdown) -> go.Figure:
     if cap:
         fig.add_hline(y=cap, line_dash="dash", line_color="black", annotation_text=f"GPU memory {cap:,.0f} GB")
     fig.update_layout(
-        barmode="relative", yaxis_title="GB per GPU", xaxis_title="pool", height=340, margin={"t": 20},
+        barmode="relative",
+        yaxis_title="GB per GPU",
+        xaxis_title="pool",
+        height=340,
+        margin={"t": 20},
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
@@ -128,7 +135,9 @@ def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: 
     from plotly.subplots import make_subplots  # noqa: PLC0415  (plotly submodule, loaded on use)
 
     fig = make_subplots(
-        rows=2, cols=2, shared_xaxes=True,
+        rows=2,
+        cols=2,
+        shared_xaxes=True,
         subplot_titles=("requests waiting", "decode batch per instance", "KV pool use", "latency of finished requests"),
     )
     x = ts["time_s"]
@@ -136,7 +145,8 @@ def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: 
     fig.add_trace(go.Scatter(x=x, y=ts["batch"], name="batch (max per interval)"), row=1, col=2)
     fig.add_trace(
         go.Scatter(x=x, y=[planned_batch] * len(x), name="planned batch", line={"dash": "dot", "color": "grey"}),
-        row=1, col=2,
+        row=1,
+        col=2,
     )
     fig.add_trace(go.Scatter(x=x, y=[100 * v for v in ts["kv_fraction"]], name="KV use"), row=2, col=1)
     fig.add_trace(go.Scatter(x=x, y=ts["ttft_ms"], name="TTFT (mean per interval)"), row=2, col=2)
@@ -144,7 +154,11 @@ def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: 
     for key, color in (("ttft_ms", "#d62728"), ("tpot_ms", "#9467bd")):
         if key in slo:
             fig.add_hline(
-                y=slo[key], row=2, col=2, line_dash="dash", line_color=color,
+                y=slo[key],
+                row=2,
+                col=2,
+                line_dash="dash",
+                line_color=color,
                 annotation_text=f"{key.split('_')[0].upper()} SLO {slo[key]:g} ms",
             )
     fig.update_yaxes(title_text="requests", rangemode="tozero", row=1, col=1)
@@ -162,19 +176,27 @@ def validation_figure(rows: list[dict[str, Any]]) -> go.Figure:
         pts = [r for r in rows if r["within tolerance"] is ok and r["predicted"] is not None and r["published"]]
         fig.add_trace(
             go.Scatter(
-                x=[r["published"] for r in pts], y=[r["predicted"] for r in pts], mode="markers", name=name,
-                text=[f"{r['anchor']} ({r['metric']})" for r in pts], marker={"color": color, "size": 10},
+                x=[r["published"] for r in pts],
+                y=[r["predicted"] for r in pts],
+                mode="markers",
+                name=name,
+                text=[f"{r['anchor']} ({r['metric']})" for r in pts],
+                marker={"color": color, "size": 10},
                 hovertemplate="%{text}<br>published %{x:,.4g}<br>predicted %{y:,.4g}<extra></extra>",
             )
         )
     vals = [v for r in rows if r["predicted"] is not None and r["published"] for v in (r["published"], r["predicted"])]
     lo, hi = (min(vals), max(vals)) if vals else (0.1, 1.0)
     fig.add_trace(
-        go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dash", "color": "grey"},
-                   name="predicted = published")
+        go.Scatter(
+            x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dash", "color": "grey"}, name="predicted = published"
+        )
     )
     fig.update_layout(
-        xaxis_type="log", yaxis_type="log", height=450, legend={"orientation": "h", "y": -0.2},
+        xaxis_type="log",
+        yaxis_type="log",
+        height=450,
+        legend={"orientation": "h", "y": -0.2},
         xaxis_title="published value (the anchor's metric, its unit)",
         yaxis_title="predicted value (same metric and unit)",
     )

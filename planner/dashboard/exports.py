@@ -69,8 +69,12 @@ def downloads(a: Answer, index: int, w: WhatIf, changed: dict[str, Any]) -> dict
         launch = answer_dict(a, launch_top=index + 1)["recommendations"][index].get("launch", {})
     results = answer_dict(a)
     if w.active:
-        results["what_if"] = {"recommendation": index + 1, "changes": w.changes(), "scenario": changed,
-                              "figures": "estimate (means): simulate the scenario to check p90s"}
+        results["what_if"] = {
+            "recommendation": index + 1,
+            "changes": w.changes(),
+            "scenario": changed,
+            "figures": "estimate (means): simulate the scenario to check p90s",
+        }
     return {
         f"{stem}_scenario.yaml": yaml.safe_dump(scn, sort_keys=False),
         f"{stem}_launch.txt": "\n\n".join(f"# {k}\n{v}" for k, v in launch.items()),

@@ -39,8 +39,10 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
     result, summary = run_simulation(res, cfg, extend=False)
     steps, t = result.steps, result.table
     source = (
-        f"trace {cfg.trace.path.rsplit('/', 1)[-1]}" if cfg.trace
-        else f"{res.concurrency:,.0f} requests in flight" if res.concurrency
+        f"trace {cfg.trace.path.rsplit('/', 1)[-1]}"
+        if cfg.trace
+        else f"{res.concurrency:,.0f} requests in flight"
+        if res.concurrency
         else f"Poisson arrivals at {res.request_rate:,.1f} requests/s"
     )
     out: dict[str, Any] = {"time_s": [], "requests": cfg.requests, "source": source}

@@ -45,8 +45,10 @@ COLUMN_HELP = {
 def header(q: Question) -> str:
     """The question in one sentence (the page title's subtitle)."""
     traffic = (
-        f"{q.rate:g} requests/s" if q.rate is not None
-        else f"{q.concurrency:,} requests in flight" if q.concurrency is not None
+        f"{q.rate:g} requests/s"
+        if q.rate is not None
+        else f"{q.concurrency:,} requests in flight"
+        if q.concurrency is not None
         else "each deployment at its best operating point"
     )
     slo = ", ".join(f"{SLO_NAMES[k]} p90 <= {v:g} ms" for k, v in q.slo.targets().items()) or "no SLO"
@@ -173,7 +175,9 @@ def front_reason(a: Answer) -> str | None:
     ttft = a.question.slo.ttft_p90_ms
     return (
         f"Pareto front empty: none of the {a.scored} scored candidates has an operating point with mean TTFT "
-        f"within the {ttft:g} ms target" if ttft else f"Pareto front empty ({a.scored} candidates scored)"
+        f"within the {ttft:g} ms target"
+        if ttft
+        else f"Pareto front empty ({a.scored} candidates scored)"
     )
 
 
@@ -233,7 +237,8 @@ def explain_change(b0: Breakdown, b1: Breakdown, traffic: dict[str, Any]) -> str
     step1 = e1.decode_step.time_s * 1e3 if e1.decode_step else 0.0
     held = traffic.get("workload", {})
     load = (
-        f"{held['request_rate']:,.1f} requests/s" if "request_rate" in held
+        f"{held['request_rate']:,.1f} requests/s"
+        if "request_rate" in held
         else f"{held.get('concurrency', 0):,} requests in flight"
     )
     text = (
@@ -252,17 +257,28 @@ def side_rows(a: Answer, index: int, b: Breakdown | None) -> list[dict[str, str]
     d = record(a, a.recommendations[index], index + 1)
     if b is None:
         fig: dict[str, Any] = {
-            "figures": d["figures"], "TTFT ms": d["ttft_ms"], "TPOT ms": d["tpot_ms"],
-            "tok/s/GPU": d["output_tok_s_per_gpu"], "tok/s/user": d["output_tok_s_per_user"], "GPUs": d["gpus"],
-            "SLO": "meets" if d["meets_slo"] else "misses", "precision": d["precision_label"],
+            "figures": d["figures"],
+            "TTFT ms": d["ttft_ms"],
+            "TPOT ms": d["tpot_ms"],
+            "tok/s/GPU": d["output_tok_s_per_gpu"],
+            "tok/s/user": d["output_tok_s_per_user"],
+            "GPUs": d["gpus"],
+            "SLO": "meets" if d["meets_slo"] else "misses",
+            "precision": d["precision_label"],
             "deployment": d["deployment"],
         }
     else:
         e = b.estimate
         fig = {
-            "figures": "estimate (mean), with the what-if", "TTFT ms": e.ttft_s * 1e3, "TPOT ms": e.tpot_s * 1e3,
-            "tok/s/GPU": e.output_tok_s_per_gpu, "tok/s/user": e.output_tok_s_per_user, "GPUs": e.gpus,
-            "requests/s at the SLO": b.capacity_rps, "deployment": d["deployment"] + " (changed)",
+            "figures": "estimate (mean), with the what-if",
+            "TTFT ms": e.ttft_s * 1e3,
+            "TPOT ms": e.tpot_s * 1e3,
+            "tok/s/GPU": e.output_tok_s_per_gpu,
+            "tok/s/user": e.output_tok_s_per_user,
+            "GPUs": e.gpus,
+            "requests/s at the SLO": b.capacity_rps,
+            "deployment": d["deployment"] + " (changed)",
         }
-    return [{"metric": k, "value": v if isinstance(v, str) else "-" if v is None else f"{v:,.1f}"}
-            for k, v in fig.items()]
+    return [
+        {"metric": k, "value": v if isinstance(v, str) else "-" if v is None else f"{v:,.1f}"} for k, v in fig.items()
+    ]

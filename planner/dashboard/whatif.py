@@ -44,11 +44,11 @@ class WhatIf:
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, f) not in (None, False) for f in self.__slots__)  # type: ignore[attr-defined]
+        return any(getattr(self, f) not in (None, False) for f in self.__slots__)
 
     def changes(self) -> dict[str, Any]:
         """The fields set, by name (what a download records)."""
-        return {f: getattr(self, f) for f in self.__slots__ if getattr(self, f) not in (None, False)}  # type: ignore[attr-defined]
+        return {f: getattr(self, f) for f in self.__slots__ if getattr(self, f) not in (None, False)}
 
 
 def _main_pool(dep: dict[str, Any]) -> str:
@@ -73,8 +73,15 @@ def apply_what_if(scn: dict[str, Any], w: WhatIf) -> dict[str, Any]:
         old = dep[pool]
         gpus = old.get("instances", 1) * old["gpus_per_instance"]
         instances = max(1, gpus // w.ep)
-        dep[pool] = {**old, "instances": instances, "gpus_per_instance": w.ep, "tp": 1, "dp_attention": w.ep,
-                     "ep": w.ep, "pp": 1}
+        dep[pool] = {
+            **old,
+            "instances": instances,
+            "gpus_per_instance": w.ep,
+            "tp": 1,
+            "dp_attention": w.ep,
+            "ep": w.ep,
+            "pp": 1,
+        }
     if w.batch:
         s["workload"] = {k: v for k, v in s["workload"].items() if k != "request_rate"}
         s["workload"]["concurrency"] = w.batch * dep[pool].get("instances", 1)
@@ -106,8 +113,11 @@ def gpu_budget_problem(scn: dict[str, Any], budget: int) -> str | None:
 
 def tensor_core_overrides(scn: dict[str, Any]) -> dict[str, str]:
     """Kernel overrides that replace each CUDA-core fallback the deployment runs (empty if none)."""
-    res = resolve(parse_scenario({**scn, "runtime": {k: v for k, v in (scn.get("runtime") or {}).items()
-                                                     if k != "kernel_overrides"}}))
+    res = resolve(
+        parse_scenario(
+            {**scn, "runtime": {k: v for k, v in (scn.get("runtime") or {}).items() if k != "kernel_overrides"}}
+        )
+    )
     hw, moe = res.hardware, res.deployment.pools[0].instance.precision.moe
     out = {}
     for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", moe)):
