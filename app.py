@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from planner.dashboard import charts, exports, simview, urlstate, view
+from planner.dashboard import charts, exports, simview, urlstate, view, whatif_view
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.plan import Answer, plan
@@ -38,7 +38,13 @@ DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 
 st.set_page_config(page_title="MoE capacity planner", layout="wide")
-st.set_option("client.toolbarMode", "viewer")  # no Deploy button: this is a tool, not a demo
+# No Deploy button: a capacity tool, not a demo (st.set_option cannot change the toolbar once served).
+# A narrower question panel and page margins leave the recommendations table its full width at 1600 px.
+st.html(
+    "<style>[data-testid='stAppDeployButton'] {display: none;}"
+    "[data-testid='stSidebar'] {min-width: 230px; max-width: 230px;}"
+    "[data-testid='stMainBlockContainer'] {padding: 2rem 1.5rem 2rem 1.5rem; max-width: none;}</style>"
+)
 
 if "_seeded" not in st.session_state:  # first run of a session: settings from the URL
     st.session_state["_seeded"] = True
@@ -169,18 +175,18 @@ def what_if_section(q: Question, a: Answer, i: int, base: dict[str, Any], w: Wha
     over = gpu_budget_problem(changed, q.budget)
     if over:
         st.error(over)
-    deltas = view.what_if_deltas(b0, b1, gpus_of(base), gpus_of(changed), q.osl)
-    show_cards([view.Card(d.label, d.text, view.DELTA_HELP, d.change, d.color) for d in deltas])
-    st.markdown(view.badge_markdown(view.slo_badges(q, view.estimate_figures(b1), "what-if estimate, mean")))
-    st.caption(view.explain_change(b0, b1, base))
+    deltas = whatif_view.what_if_deltas(b0, b1, gpus_of(base), gpus_of(changed), q.osl)
+    show_cards([view.Card(d.label, d.text, whatif_view.DELTA_HELP, d.change, d.color) for d in deltas])
+    st.markdown(view.badge_markdown(view.slo_badges(q, whatif_view.estimate_figures(b1), "what-if estimate, mean")))
+    st.caption(whatif_view.explain_change(b0, b1, base))
     return b1, changed
 
 
 def side_by_side(a: Answer, i: int, j: int, b_whatif: Breakdown | None) -> None:
     st.subheader("Side by side")
     left, right = st.columns(2)
-    rows_l = view.side_rows(a, i, b_whatif)
-    rows_r = view.side_rows(a, j, None)
+    rows_l = whatif_view.side_rows(a, i, b_whatif)
+    rows_r = whatif_view.side_rows(a, j, None)
     title_l = f"#{i + 1} with the what-if" if b_whatif else f"#{i + 1} as planned"
     left.markdown(f"**{title_l}**")
     left.dataframe(rows_l, hide_index=True, width="stretch")
@@ -213,7 +219,10 @@ def plan_page(q_in: dict[str, Any]) -> None:
         hide_index=True,
         width="stretch",
         height=35 * (len(rows) + 1) + 3,
-        column_config={k: st.column_config.Column(help=h) for k, h in view.COLUMN_HELP.items()},
+        column_order=view.TABLE_COLUMNS,
+        column_config={
+            k: st.column_config.Column(help=h, width=view.COLUMN_WIDTHS.get(k)) for k, h in view.COLUMN_HELP.items()
+        },
     )
     st.caption(view.ranking_note(a))
     labels = [f"#{r['#']} {r['deployment']} ({r['precision']}{', MTP' if r['MTP'] == 'yes' else ''})" for r in rows]

@@ -132,41 +132,46 @@ def memory_figure(b: Breakdown) -> go.Figure:
 
 
 def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: float) -> go.Figure:
+    """Six panels over simulated time: queue, decode batch (with the record's batch), KV use,
+    output throughput, TTFT and TPOT (each with its SLO line)."""
     from plotly.subplots import make_subplots  # noqa: PLC0415  (plotly submodule, loaded on use)
 
+    waited = "" if max(ts["queue"], default=0) > 0 else " (none waited)"
     fig = make_subplots(
         rows=2,
-        cols=2,
+        cols=3,
         shared_xaxes=True,
-        subplot_titles=("requests waiting", "decode batch per instance", "KV pool use", "latency of finished requests"),
-    )
+        subplot_titles=(f"requests waiting{waited}", "decode batch per instance", "KV pool use",
+                        "output throughput", "TTFT of finished requests", "TPOT of finished requests"),
+    )  # fmt: skip
     x = ts["time_s"]
-    fig.add_trace(go.Scatter(x=x, y=ts["queue"], name="queue (max per interval)"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=ts["batch"], name="batch (max per interval)"), row=1, col=2)
+    panels = [
+        (1, 1, [("queue (max per interval)", ts["queue"])], "requests"),
+        (1, 2, [("batch (max per interval)", ts["batch"])], "sequences"),
+        (1, 3, [("KV use (max per interval)", [100 * v for v in ts["kv_fraction"]])], "% of KV pool"),
+        (2, 1, [("output tokens/s (whole deployment)", ts["output_tok_s"])], "tokens/s"),
+        (2, 2, [("TTFT (mean per interval)", ts["ttft_ms"])], "ms"),
+        (2, 3, [("TPOT (mean per interval)", ts["tpot_ms"])], "ms"),
+    ]
+    for row, col, series, unit in panels:
+        for name, y in series:
+            fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines"), row=row, col=col)
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=col)
     fig.add_trace(
-        go.Scatter(x=x, y=[planned_batch] * len(x), name="planned batch", line={"dash": "dot", "color": "grey"}),
+        go.Scatter(x=x, y=[planned_batch] * len(x), name="planned batch (record)", line={"dash": "dot"}),
         row=1,
         col=2,
     )
-    fig.add_trace(go.Scatter(x=x, y=[100 * v for v in ts["kv_fraction"]], name="KV use"), row=2, col=1)
-    fig.add_trace(go.Scatter(x=x, y=ts["ttft_ms"], name="TTFT (mean per interval)"), row=2, col=2)
-    fig.add_trace(go.Scatter(x=x, y=ts["tpot_ms"], name="TPOT (mean per interval)"), row=2, col=2)
-    for key, color in (("ttft_ms", "#d62728"), ("tpot_ms", "#9467bd")):
+    for key, col in (("ttft_ms", 2), ("tpot_ms", 3)):
         if key in slo:
-            fig.add_hline(
-                y=slo[key],
+            fig.add_trace(
+                go.Scatter(x=x, y=[slo[key]] * len(x), name=f"{key.split('_')[0].upper()} SLO {slo[key]:g} ms (p90)",
+                           line={"dash": "dash", "color": "#d62728"}),
                 row=2,
-                col=2,
-                line_dash="dash",
-                line_color=color,
-                annotation_text=f"{key.split('_')[0].upper()} SLO {slo[key]:g} ms",
-            )
-    fig.update_yaxes(title_text="requests", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="sequences", rangemode="tozero", row=1, col=2)
-    fig.update_yaxes(title_text="% of KV pool", range=[0, 105], row=2, col=1)
-    fig.update_yaxes(title_text="ms", type="log", row=2, col=2)
+                col=col,
+            )  # fmt: skip
     fig.update_xaxes(title_text="simulated time (s)", row=2)
-    fig.update_layout(height=560, showlegend=True, legend={"orientation": "h", "y": -0.15}, margin={"t": 40})
+    fig.update_layout(height=620, showlegend=True, legend={"orientation": "h", "y": -0.15}, margin={"t": 40})
     return fig
 
 

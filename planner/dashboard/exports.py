@@ -109,7 +109,7 @@ def validation_rows(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "anchor": r.id,
             "metric": r.metric,
             "published": r.published,
-            "predicted": None if r.predicted is None else round(r.predicted, 3),
+            "predicted": None if r.predicted is None else float(f"{r.predicted:.4g}"),
             "error %": None if r.rel_error is None else round(100 * r.rel_error, 1),
             "within tolerance": r.within_tolerance,
             "method": r.method,

@@ -52,11 +52,13 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
     bins = np.linspace(0.0, end, BINS + 1)
     idx = np.digitize(steps[:, 0], bins)
 
+    width = float(bins[1] - bins[0]) or 1.0
+
     def per_bin(col: int, agg: str) -> list[float]:
         vals = []
         for k in range(1, len(bins)):
             v = steps[idx == k, col]
-            vals.append(float(v.max() if agg == "max" else v.mean()) if len(v) else 0.0)
+            vals.append(float({"max": v.max, "sum": v.sum}[agg]()) if len(v) else 0.0)
         return vals
 
     fin = np.digitize(t.finish, bins)
@@ -65,13 +67,15 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
         tpot_all = (t.finish - t.first_token) / np.maximum(t.osl - 1, 1) * 1e3
 
     def mean_by_finish(v: np.ndarray) -> list[float | None]:
-        return [float(np.nanmean(v[fin == k])) if (fin == k).any() else None for k in range(1, len(bins))]
+        ok = np.isfinite(v)
+        return [float(v[(fin == k) & ok].mean()) if ((fin == k) & ok).any() else None for k in range(1, len(bins))]
 
     out.update(
         time_s=bins[1:].tolist(),
         queue=per_bin(6, "max"),
         batch=per_bin(2, "max"),
         kv_fraction=per_bin(5, "max"),
+        output_tok_s=[v / width for v in per_bin(3, "sum")],
         ttft_ms=mean_by_finish(ttft_all),
         tpot_ms=mean_by_finish(tpot_all),
         converged=summary.get("converged"),

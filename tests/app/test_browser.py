@@ -123,14 +123,14 @@ def test_pages_a_capacity_owner_reads(server, driver):
     body = _open(driver, server, "Recommendations")
     _clean(driver, body)
     assert "MoE capacity planner" in body
-    assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAppDeployButton"]')
+    assert not any(b.is_displayed() for b in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAppDeployButton"]'))
+    _shot(driver, "1_first_page.png")
     scroller = driver.find_element(By.CSS_SELECTOR, '[data-testid="stDataFrame"] .dvn-scroller')
     sizes = driver.execute_script(
         "const e = arguments[0]; return [e.scrollWidth, e.clientWidth, e.scrollHeight, e.clientHeight];", scroller
     )
     assert sizes[0] <= sizes[1] + 2, f"the table hides columns at 1600 px: {sizes}"
     assert sizes[2] <= sizes[3] + 2, f"the table scrolls inside itself: {sizes}"
-    _shot(driver, "1_first_page.png")
 
     body = _open(driver, f"{server}/?moe=fp8", "FAIL: TTFT")
     _clean(driver, body)

@@ -151,10 +151,13 @@ def test_6_the_time_series_simulates_the_plans_traffic_with_units_and_slo(defaul
     planned = _cell(_table(default).iloc[0], "batch")
     assert max(batch["y"]) >= 0.5 * planned
     assert spec["layout"].get("showlegend") is True
-    assert any("SLO" in (a.get("text") or "") for a in spec["layout"].get("annotations", []))
-    titles = [spec["layout"][k].get("title", {}).get("text") for k in spec["layout"] if k.startswith("yaxis")]
-    assert len(titles) == 4
-    assert all(titles)
+    assert any("TTFT SLO" in t["name"] for t in spec["data"])
+    assert any("TPOT SLO" in t["name"] for t in spec["data"])
+    titles = [
+        spec["layout"][k].get("title", {}).get("text") for k in spec["layout"] if k.startswith(("xaxis", "yaxis"))
+    ]
+    assert len(titles) == 12
+    assert sum(bool(t) for t in titles) >= 9  # every y axis; the x axes of the bottom row
 
 
 def test_7_side_by_side_keeps_both_sides_when_they_are_the_same_deployment():
