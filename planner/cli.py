@@ -287,5 +287,44 @@ def plan(
         write_chart(ans, chart)
 
 
+@app.command()
+@_user_errors
+def compare(
+    model: Annotated[str, typer.Option(help="catalog id or HF config.json")] = "deepseek-v3",
+    isl: Annotated[int, typer.Option(help="input tokens per request")] = 1024,
+    osl: Annotated[int, typer.Option(help="output tokens per request")] = 1024,
+    engine: Annotated[str, typer.Option(help="sglang | trtllm | vllm")] = "sglang",
+    hardware: Annotated[str | None, typer.Option(help="comma-separated catalog ids (default: all)")] = None,
+    price: Annotated[str | None, typer.Option(help="USD per GPU-hour by hardware, e.g. h200-sxm=3.5,b200=5")] = None,
+    chart: Annotated[Path | None, typer.Option(help="write the frontiers as HTML")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Which GPU? The tok/s/GPU vs tok/s/user frontier of every system that can hold the model."""
+    from planner.compare import compare as run_compare  # noqa: PLC0415
+    from planner.compare import compare_dict, compare_figure, parse_prices, print_compare  # noqa: PLC0415
+
+    if engine not in ("sglang", "trtllm", "vllm", "other"):
+        raise PlannerError(f"--engine: unknown {engine!r}; allowed: sglang, trtllm, vllm, other")
+    if min(isl, osl) <= 0:
+        raise PlannerError("--isl and --osl must be positive")
+    hws = [h.strip() for h in hardware.split(",")] if hardware else None
+    for h in hws or []:
+        get_hardware(h)
+    prices = parse_prices(price)
+    get_model(model)
+    with err.status("comparing..."):
+        fronts = run_compare(model, isl, osl, engine, hws)
+    data = compare_dict(fronts, prices)
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print_compare(con, data)
+    if chart is not None:
+        fig = compare_figure(fronts, f"{model}, {isl}/{osl} tokens: throughput per GPU vs interactivity")
+        tmp = chart.with_name(chart.name + ".part")
+        fig.write_html(str(tmp), include_plotlyjs=True)
+        tmp.replace(chart)
+
+
 if __name__ == "__main__":
     app()

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -120,7 +120,7 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
     if s.mtp is None:
         return None
     if s.mtp == "unknown":
-        drafts, source = mtp_default_drafts(s.engine)
+        drafts, source = mtp_default_drafts(s.engine if s.engine != "unknown" else "other")
         if not drafts or not m.mtp_layers:
             note.append(f"mtp: off ({source})")
             return None
@@ -162,25 +162,30 @@ def stated_runtime(s: Scenario) -> dict[str, object]:
 
 
 def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
-    """Fill unknowns with engine defaults and build the deployment."""
+    """Fill unknowns with engine defaults and build the deployment. The deployment's layout must be
+    stated; `planner.unknowns.resolve_any` searches a layout left unknown."""
+    if not s.deployment.known:
+        raise ScenarioError("deployment: some pool fields are unknown; they are searched by `resolve_any`")
     m = get_model(s.model, base_dir)
     hw = get_hardware(s.hardware)
     note: list[str] = []
+    engine = s.engine if s.engine != "unknown" else "other"
+    if s.engine == "unknown":
+        note.append("engine: unknown; SGLang's defaults stand in (planner/engines/other.yaml)")
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
     stated = stated_runtime(s)
     pools: list[Pool] = []
     for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:
-            par = Parallelism(
-                gpus=spec.gpus_per_instance, tp=spec.tp, dp_attention=spec.dp_attention, ep=spec.ep, pp=spec.pp
-            )
-            pools.append(make_pool(s.engine, role, spec.instances, par, m, hw, prec, mtp, stated, note))
+            fields = {k: v for k, v in spec.stated().items() if k not in ("instances", "gpus_per_instance")}
+            par = Parallelism(gpus=int(spec.gpus_per_instance), **fields)
+            pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note))
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
         if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
             note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
-    dep = Deployment(s.engine, tuple(pools))
+    dep = Deployment(engine, tuple(pools))
     w = s.workload
     isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL

@@ -13,7 +13,6 @@ from planner.score import Scored, score_many
 from planner.space import Candidate
 from roofline.errors import PlannerError
 
-
 CONNECT_TIMEOUT_S = 5.0
 
 

@@ -9,7 +9,7 @@ into `ScenarioError` messages that name the field.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -25,47 +25,78 @@ WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
 
 M = TypeVar("M", bound=BaseModel)
+PosInt = Annotated[int, Field(gt=0)]
 
 
 class ScenarioError(PlannerError):
     """A scenario or anchor file that does not validate."""
 
 
+LAYOUT_FIELDS = ("instances", "gpus_per_instance", "tp", "dp_attention", "ep", "pp")
+
+
 class PoolSpec(StrictModel):
-    instances: int = Field(default=1, gt=0)
-    gpus_per_instance: int = Field(gt=0)
-    tp: int = Field(default=1, gt=0)
-    dp_attention: int = Field(default=1, gt=0)
-    ep: int = Field(default=1, gt=0)
-    pp: int = Field(default=1, gt=0)
+    """One pool's layout; any field may be `unknown` (the planner then searches it)."""
+
+    instances: PosInt | Unknown = 1
+    gpus_per_instance: PosInt | Unknown = "unknown"
+    tp: PosInt | Unknown = 1
+    dp_attention: PosInt | Unknown = 1
+    ep: PosInt | Unknown = 1
+    pp: PosInt | Unknown = 1
+
+    @property
+    def known(self) -> bool:
+        return all(isinstance(getattr(self, f), int) for f in LAYOUT_FIELDS)
+
+    def stated(self) -> dict[str, int]:
+        return {f: v for f in LAYOUT_FIELDS if isinstance(v := getattr(self, f), int)}
 
     @property
     def gpus(self) -> int:
+        assert isinstance(self.instances, int)
+        assert isinstance(self.gpus_per_instance, int)
         return self.instances * self.gpus_per_instance
 
 
 class DeploymentSpec(StrictModel):
-    """Pools by role; a role may list several pools of different instance sizes."""
+    """Pools by role; a role may list several pools of different instance sizes, or be `unknown`
+    (present, layout not stated). No pools at all means the whole deployment is unknown; `gpus`
+    states the total GPU count when the layout is not stated."""
 
-    prefill: PoolSpec | list[PoolSpec] | None = None
-    decode: PoolSpec | list[PoolSpec] | None = None
-    aggregated: PoolSpec | list[PoolSpec] | None = None
+    prefill: PoolSpec | list[PoolSpec] | Unknown | None = None
+    decode: PoolSpec | list[PoolSpec] | Unknown | None = None
+    aggregated: PoolSpec | list[PoolSpec] | Unknown | None = None
+    gpus: int | None = Field(default=None, gt=0)
 
     def groups(self, role: str) -> list[PoolSpec]:
         v = getattr(self, role)
-        return [] if v is None else (v if isinstance(v, list) else [v])
+        if v is None or v == "unknown":
+            return []
+        return v if isinstance(v, list) else [v]
+
+    def present(self, role: str) -> bool:
+        return getattr(self, role) is not None
+
+    @property
+    def known(self) -> bool:
+        roles = [r for r in ("prefill", "decode", "aggregated") if self.present(r)]
+        return bool(roles) and all(getattr(self, r) != "unknown" for r in roles) and all(
+            p.known for r in roles for p in self.groups(r)
+        )
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
-        if self.aggregated and (self.prefill or self.decode):
+        if self.present("aggregated") and (self.present("prefill") or self.present("decode")):
             raise ValueError("deployment: give either `aggregated` or `prefill`/`decode` pools, not both")
-        if not (self.aggregated or self.prefill or self.decode):
-            raise ValueError("deployment: needs at least one pool (aggregated, prefill or decode)")
         return self
 
     @property
-    def gpus(self) -> int:
-        return sum(p.gpus for role in ("prefill", "decode", "aggregated") for p in self.groups(role))
+    def total_gpus(self) -> int | None:
+        """GPUs of the deployment if stated (every pool known, or `gpus`)."""
+        if self.known:
+            return sum(p.gpus for role in ("prefill", "decode", "aggregated") for p in self.groups(role))
+        return self.gpus
 
 
 class PrecisionSpec(StrictModel):
@@ -82,7 +113,7 @@ class MTPSpec(StrictModel):
     token included (acceptance_length = 1 + accepted_tokens). Give at most one of them."""
 
     draft_tokens: int = Field(gt=0, le=8)
-    accepted_tokens: float | Unknown = Field(default="unknown", ge=0)
+    accepted_tokens: Annotated[float, Field(ge=0)] | Unknown = "unknown"
     acceptance_length: float | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
@@ -148,12 +179,22 @@ class RuntimeSpec(StrictModel):
 
 
 class Scenario(StrictModel):
+    """A deployment under a workload. `deployment: unknown` (or absent) and any unknown field are
+    searched by `planner.unknowns.resolve_any`; `planner.defaults.resolve` needs them stated."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_deployment(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("deployment") == "unknown":
+            return {**data, "deployment": {}}
+        return data
+
     name: str = "scenario"
     model: str
     hardware: str
-    engine: Engine = "sglang"
+    engine: Engine | Unknown = "sglang"
     phase: Phase = "end-to-end"
-    deployment: DeploymentSpec
+    deployment: DeploymentSpec = DeploymentSpec()
     precision: PrecisionSpec = PrecisionSpec()
     mtp: MTPSpec | Unknown | None = None
     workload: WorkloadSpec = WorkloadSpec()

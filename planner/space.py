@@ -72,7 +72,7 @@ def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1)
     return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
 
 
-def _layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Parallelism]:
+def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Parallelism]:
     node = min(hw.gpus_per_node * 2, 8) if hw.scaleup.domain_gpus > 1 else hw.gpus_per_node
     out: list[Parallelism] = []
     tps = [g for g in (1, 2, 4, 8) if g <= min(budget, node)]
@@ -137,8 +137,8 @@ def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candid
 
     out: list[Candidate] = []
     mtps = [x for x in q.mtp if not x or m.mtp_layers]
-    decode_layouts = _layouts(m, hw, q.budget, "decode")
-    prefill_layouts = _layouts(m, hw, q.budget, "prefill")
+    decode_layouts = layouts(m, hw, q.budget, "decode")
+    prefill_layouts = layouts(m, hw, q.budget, "prefill")
     for cand in _enumerate(q, decode_layouts, prefill_layouts, _precisions(m, hw), mtps):
         if cand.decode.pp > 1 and ok(
             lay(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),

@@ -17,11 +17,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from planner.defaults import Resolved, resolve
+from planner.benchmarks import client_config
+from planner.defaults import Resolved
 from planner.estimator import estimate, max_users_at_slo
 from planner.metrics import Metrics
 from planner.scenario import Scenario, ScenarioError, load_yaml, parse_as
 from planner.simulate import run_simulation
+from planner.unknowns import resolve_any, search_deployment
 from roofline.errors import PlannerError
 from simulator import SimConfig
 
@@ -95,26 +97,59 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     published = raw.get("value") if isinstance(raw, dict) else None
     tol = raw.get("tolerance", 0.15) if isinstance(raw, dict) else 0.15
     try:
-        a = parse_as(Anchor, raw, f"anchor {aid}", "anchor")
-        res = resolve(a, base_dir)
-        method = "estimate"
-        if a.metric == "max_users_at_slo":
-            if a.slo is None:
-                raise ScenarioError(f"anchor {aid}: metric max_users_at_slo needs an slo")
-            users, _ = max_users_at_slo(res, a.slo.ttft_ms, a.slo.tpot_ms, a.slo.e2e_ms)
-            predicted = float(users)
-            method = "estimate"
-        elif a.phase == "end-to-end" and a.metric in SIMULATED and (res.concurrency or res.request_rate):
-            predicted = simulated_value(a.metric, res)
-            method = "simulate"
-        else:
-            predicted = metric_value(a.metric, estimate(res))
-            method = "estimate"
+        a, notes = _benchmark_reading(parse_as(Anchor, raw, f"anchor {aid}", "anchor"))
+        predicted, method, assumed = _predict(a, base_dir)
     except PlannerError as exc:
         return AnchorResult(aid, metric, published, None, None, False, "estimate", [], str(exc), tol)
+    res_assumed = [*notes, *assumed]
     rel = (predicted - a.value) / a.value if a.value else None
     ok = rel is not None and abs(rel) <= a.tolerance
-    return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, res.assumed, None, a.tolerance)
+    return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, res_assumed, None, a.tolerance)
+
+
+def _benchmark_reading(a: Anchor) -> tuple[Anchor, list[str]]:
+    """What a published number means when its traffic is not stated (shared/validation/README.md):
+    a latency metric is the lowest latency, one request in flight; a throughput metric with
+    neither concurrency nor rate is an offline, saturated run (the estimator's default)."""
+    w = a.workload
+    stated = isinstance(w.concurrency, int) or w.request_rate is not None
+    if a.metric in LATENCY_METRICS and not stated:
+        workload = w.model_copy(update={"concurrency": 1, "concurrency_scope": "total"})
+        return a.model_copy(update={"workload": workload}), [
+            "workload.concurrency: 1 (a latency metric with no traffic)"
+        ]
+    return a, []
+
+
+def _predict(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
+    """(predicted value, method, assumed) for one parsed anchor."""
+    slo_bound = a.metric in THROUGHPUT_METRICS and a.slo is not None and a.phase == "end-to-end"
+    if slo_bound and not a.deployment.known:
+        assert a.slo is not None
+        _, notes, point = search_deployment(a, a.metric, base_dir)  # the best deployment meeting the slo
+        assert point is not None
+        return metric_value(a.metric, point.metrics), "estimate", [*notes, "throughput: the highest meeting the slo"]
+    res = resolve_any(a, base_dir, a.metric)
+    if a.metric == "max_users_at_slo" or slo_bound:
+        if a.slo is None:
+            raise ScenarioError(f"anchor {a.id}: metric max_users_at_slo needs an slo")
+        users, est = max_users_at_slo(res, a.slo.ttft_ms, a.slo.tpot_ms, a.slo.e2e_ms)
+        if a.metric == "max_users_at_slo":
+            return float(users), "estimate", res.assumed
+        if not users or est is None:
+            raise PlannerError(f"anchor {a.id}: no concurrency of this deployment meets the slo")
+        return (
+            metric_value(a.metric, est),
+            "estimate",
+            [*res.assumed, f"throughput at {users} users, the most meeting the slo"],
+        )
+    if a.phase == "end-to-end" and a.metric in SIMULATED and (res.concurrency or res.request_rate):
+        return simulated_value(a.metric, res), "simulate", res.assumed
+    return metric_value(a.metric, estimate(res)), "estimate", res.assumed
+
+
+THROUGHPUT_METRICS = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
+LATENCY_METRICS = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
 
 
 SIMULATED = {
@@ -130,13 +165,20 @@ SIMULATED = {
 
 
 def simulated_value(metric: str, res: Resolved) -> float:
-    """Closed-loop simulation at the anchor's concurrency: the anchor's own `simulation` settings
-    (e.g. a measured engine's request count and start pattern), else ten requests per client (at
-    least 50), seed 0; means over the measured window."""
-    conc = res.concurrency or 1.0
+    """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
+    engine's request count and start pattern); else the closed loop of a benchmark client
+    (`planner.benchmarks`: all clients start together, every request counted), or Poisson
+    arrivals at the anchor's rate for ten times the requests in flight (at least 600, extended
+    until the measured window converges); seed 0; means over the window."""
     given = res.simulation
-    cfg = given if given is not None else SimConfig(requests=max(50, int(10 * conc)))
-    _, m = run_simulation(res, cfg)
+    if given is not None:
+        cfg, extend = given, False
+    elif res.concurrency:  # the benchmark client's own pattern (planner.benchmarks)
+        cfg, extend = client_config(res.concurrency), False
+    else:
+        in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s
+        cfg, extend = SimConfig(requests=int(min(max(600, 10 * in_flight), 30_000))), True
+    _, m = run_simulation(res, cfg, extend=extend)
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
         v = m[metric]["mean"]
     elif metric == "output_tok_s_per_user":

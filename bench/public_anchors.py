@@ -1,0 +1,223 @@
+"""Accuracy on the public anchor corpus: predicts every anchor of `validation/public/*.yaml` (and any files
+given) with the planner's own `planner.validate.predict_anchor`, prints error tables by split (each file's
+`source.split`) and, within a split, by hardware, model, metric and method, plus the anchors that could not
+be predicted grouped by error class, and saves rows and tables to bench/results/public_anchors.json
+(written to a .part file, then renamed).
+
+It does not judge or edit anchors, and it computes no prediction of its own: every number in its tables is
+a count, or a median of `rel_error = (predicted - published) / published` as `predict_anchor` returns it.
+A bad anchor (or a file that does not load) becomes an error row, never a crash of the run.
+
+Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+from planner.scenario import load_yaml
+from planner.validate import predict_anchor
+from roofline.errors import PlannerError
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = ROOT / "validation" / "public"
+OUT = ROOT / "bench" / "results" / "public_anchors.json"
+GROUPS = ("hardware", "model", "metric", "method")
+
+Task = tuple[Any, str, str, str]  # (raw anchor, file path, split, source name)
+
+
+def load_tasks(paths: list[Path], split: str) -> tuple[list[Task], list[dict[str, Any]]]:
+    """One task per anchor of the files whose split matches; a file that does not load is one error row."""
+    tasks: list[Task] = []
+    bad: list[dict[str, Any]] = []
+    for p in paths:
+        try:
+            data = load_yaml(p)
+        except PlannerError as exc:
+            bad.append(error_row(p.stem, str(p), "unknown", "", str(exc)))
+            continue
+        src = data.get("source") if isinstance(data, dict) else None
+        src = src if isinstance(src, dict) else {}
+        file_split = str(src.get("split", "unknown"))
+        anchors = data.get("anchors") if isinstance(data, dict) else None
+        if not isinstance(anchors, list):
+            bad.append(error_row(p.stem, str(p), file_split, "", f"{p}: expected an `anchors:` list"))
+            continue
+        if split not in ("all", file_split):
+            continue
+        tasks += [(raw, str(p), file_split, str(src.get("name", ""))) for raw in anchors]
+    return tasks, bad
+
+
+def error_row(aid: str, path: str, split: str, source: str, error: str) -> dict[str, Any]:
+    return {
+        "id": aid,
+        "file": Path(path).name,
+        "split": split,
+        "source": source,
+        "hardware": "?",
+        "model": "?",
+        "metric": "?",
+        "method": "none",
+        "published": None,
+        "predicted": None,
+        "rel_error": None,
+        "within_tolerance": False,
+        "tolerance": None,
+        "error": error,
+        "error_class": error_class(error),
+    }
+
+
+def predict(task: Task) -> dict[str, Any]:
+    """Predict one anchor. predict_anchor turns planner errors into rows; anything else it raises (a bug
+    the anchor exposes) is also recorded as this anchor's error, with its exception type, and the run goes on."""
+    raw, path, split, source = task
+    aid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
+    try:
+        r = predict_anchor(raw, Path(path).parent)
+    except Exception as exc:  # one anchor's failure must not stop the corpus run; it is recorded, not hidden
+        return error_row(aid, path, split, source, f"internal error {type(exc).__name__}: {exc}")
+    info = raw if isinstance(raw, dict) else {}
+    return {
+        "id": r.id,
+        "file": Path(path).name,
+        "split": split,
+        "source": source,
+        "hardware": str(info.get("hardware", "?")),
+        "model": str(info.get("model", "?")),
+        "metric": r.metric,
+        "method": r.method if r.predicted is not None else "none",
+        "published": r.published,
+        "predicted": r.predicted,
+        "rel_error": r.rel_error,
+        "within_tolerance": r.within_tolerance,
+        "tolerance": r.tolerance,
+        "error": r.error,
+        "error_class": error_class(r.error) if r.error else None,
+    }
+
+
+def error_class(msg: str) -> str:
+    """The first clause of an error, without the anchor id and with numbers as N, so that the same
+    failure on many anchors counts once."""
+    first = msg.split("; ", maxsplit=1)[0]
+    first = re.sub(r"^anchor [^:]*: ", "", first)
+    first = re.sub(r"\d+(\.\d+)?", "N", first)
+    return first[:120]
+
+
+def stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    errs = [r["rel_error"] for r in rows if r["rel_error"] is not None]
+    return {
+        "count": len(rows),
+        "predicted": sum(r["predicted"] is not None for r in rows),
+        "within_tolerance": sum(bool(r["within_tolerance"]) for r in rows),
+        "median_abs_rel_error": round(statistics.median(abs(e) for e in errs), 4) if errs else None,
+        "median_rel_error": round(statistics.median(errs), 4) if errs else None,
+    }
+
+
+def tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per split: overall stats, stats by each group key, and unpredicted anchors by error class."""
+    out: dict[str, Any] = {}
+    for split in sorted({r["split"] for r in rows}):
+        srows = [r for r in rows if r["split"] == split]
+        by: dict[str, dict[str, Any]] = {}
+        for key in GROUPS:
+            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for r in srows:
+                groups[str(r[key])].append(r)
+            by[key] = {k: stats(v) for k, v in sorted(groups.items())}
+        classes: dict[str, int] = defaultdict(int)
+        for r in srows:
+            if r["predicted"] is None:
+                classes[r["error_class"] or "no prediction"] += 1
+        out[split] = {
+            "all": stats(srows),
+            "by": by,
+            "not_predicted": dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+    return out
+
+
+def _pct(v: float | None, sign: str = "+") -> str:
+    return "-" if v is None else f"{v:{sign}.1%}"
+
+
+def render(tabs: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for split, t in tabs.items():
+        a = t["all"]
+        lines.append(
+            f"\n## split {split}: {a['count']} anchors, {a['predicted']} predicted, "
+            f"{a['within_tolerance']} within tolerance, median |error| {_pct(a['median_abs_rel_error'], '')}"
+        )
+        for key, groups in t["by"].items():
+            lines.append(f"\n| {key} | count | predicted | within | median abs err | median err |")
+            lines.append("|---|---:|---:|---:|---:|---:|")
+            for name, s in groups.items():
+                lines.append(
+                    f"| {name} | {s['count']} | {s['predicted']} | {s['within_tolerance']} | "
+                    f"{_pct(s['median_abs_rel_error'], '')} | {_pct(s['median_rel_error'])} |"
+                )
+        lines.append("\n| not predicted: error class | count |")
+        lines.append("|---|---:|")
+        lines += [f"| {c} | {n} |" for c, n in t["not_predicted"].items()]
+    return "\n".join(lines)
+
+
+def save(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(payload, indent=1))
+    os.replace(part, path)
+
+
+def run(paths: list[Path], split: str, jobs: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    tasks, rows = load_tasks(paths, split)
+    if jobs > 1 and len(tasks) > 1:
+        with Pool(jobs) as pool:
+            rows += pool.map(predict, tasks, chunksize=4)
+    else:
+        rows += [predict(t) for t in tasks]
+    return rows, tables(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", type=Path, help="extra anchor files (validation/public/*.yaml always read)")
+    ap.add_argument("--split", choices=("test", "train", "all"), default="all")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--no-public", action="store_true", help="read only the files given")
+    args = ap.parse_args(argv)
+    if args.jobs < 1:
+        print("--jobs: must be at least 1", file=sys.stderr)
+        return 2
+    missing = [p for p in args.files if not p.is_file()]
+    if missing:
+        print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 2
+    given = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
+    paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
+    rows, tabs = run(paths, args.split, args.jobs)
+    print(render(tabs))
+    files = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in paths]
+    save(args.out, {"split": args.split, "files": files, "tables": tabs, "rows": rows})
+    print(f"\nsaved {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""`planner compare`: which GPU? For one model and workload, the throughput-per-GPU vs
+tokens/s-per-user frontier of every catalog system that can hold the model (the InferenceMAX
+view). Each point is a deployment the planner's own search found (`planner.plan.plan` with no
+SLO and no simulation: estimates), on the shape engines commonly run on that system (one node,
+or the NVL72 domain), widened to more nodes until the model fits. Cost per million output
+tokens is the GPU-hour price over the throughput per GPU, where a price is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+from rich.console import Console
+from rich.table import Table
+
+from planner.plan import pareto, plan
+from planner.question import SLO, Question
+from planner.unknowns import default_gpus
+from roofline.catalog import get_hardware, hardware_ids
+from roofline.errors import PlannerError
+
+MAX_GPUS = 144  # widest budget tried for a model that does not fit on the default shape
+
+
+@dataclass(slots=True)
+class Frontier:
+    hardware: str
+    gpus: int  # the budget searched
+    points: list[tuple[float, float, str]] = field(default_factory=list)  # (tok/s/user, tok/s/GPU, deployment)
+    reason: str = ""  # why there is no frontier (the model does not fit)
+
+
+def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
+    budget = default_gpus(get_hardware(hw))
+    while True:
+        q = Question(
+            model=model, hardware=hw, max_gpus=budget, isl=isl, osl=osl, engine=engine, slo=SLO(), verify_top=0
+        )
+        a = plan(q, workers=1)
+        pts = [p for front in a.fronts.values() for p in front]
+        if pts:
+            return Frontier(hw, budget, pareto(pts))
+        if budget * 2 > MAX_GPUS:
+            pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common(2)) or "no candidates"
+            return Frontier(hw, budget, reason=f"does not fit in {budget} GPUs ({pruned})")
+        budget *= 2
+
+
+def compare(
+    model: str, isl: int, osl: int, engine: str = "sglang", hardware: list[str] | None = None
+) -> list[Frontier]:
+    return [frontier(model, hw, isl, osl, engine) for hw in hardware or hardware_ids()]
+
+
+def cost_per_mtok(price_per_gpu_hour: float | None, tok_s_per_gpu: float) -> float | None:
+    if price_per_gpu_hour is None or tok_s_per_gpu <= 0:
+        return None
+    return price_per_gpu_hour / 3600 / tok_s_per_gpu * 1e6
+
+
+def compare_dict(fronts: list[Frontier], price: dict[str, float] | None = None) -> dict[str, Any]:
+    price = price or {}
+    return {
+        "figures": "estimate",
+        "hardware": [
+            {
+                "hardware": f.hardware,
+                "gpus_searched": f.gpus,
+                "reason": f.reason or None,
+                "frontier": [
+                    {
+                        "output_tok_s_per_user": u,
+                        "output_tok_s_per_gpu": g,
+                        "deployment": lab,
+                        "usd_per_million_output_tokens": cost_per_mtok(price.get(f.hardware), g),
+                    }
+                    for u, g, lab in f.points
+                ],
+            }
+            for f in fronts
+        ],
+    }
+
+
+def compare_figure(fronts: list[Frontier], title: str = "") -> go.Figure:
+    fig = go.Figure()
+    for f in fronts:
+        if not f.points:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[u for u, _, _ in f.points],
+                y=[g for _, g, _ in f.points],
+                mode="lines+markers",
+                name=f"{f.hardware} (<= {f.gpus} GPUs)",
+                text=[lab for _, _, lab in f.points],
+                hovertemplate="%{text}<br>%{x:.1f} tok/s/user<br>%{y:,.0f} tok/s/GPU<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title or "throughput per GPU vs interactivity (estimates)",
+        xaxis_title="output tok/s per user",
+        yaxis_title="output tok/s per GPU",
+        yaxis_type="log",
+    )
+    return fig
+
+
+def parse_prices(text: str | None) -> dict[str, float]:
+    """`h200-sxm=3.5,b200=5` -> {hardware: USD per GPU-hour}."""
+    prices: dict[str, float] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        key, _, val = item.partition("=")
+        try:
+            prices[key.strip()] = float(val)
+        except ValueError:
+            raise PlannerError(f"--price: {item.strip()!r} is not hardware=USD per GPU-hour") from None
+        if not 0 < prices[key.strip()] < 1e6:
+            raise PlannerError(f"--price: {item.strip()!r}: the price must be positive")
+    return prices
+
+
+def print_compare(con: Console, data: dict[str, Any]) -> None:
+    for f in data["hardware"]:
+        if f["reason"]:
+            con.print(f"{f['hardware']}: {f['reason']}", markup=False)
+            continue
+        t = Table(title=f"{f['hardware']}: frontier (estimates, up to {f['gpus_searched']} GPUs)")
+        for col in ("tok/s/user", "tok/s/GPU", "$/Mtok", "deployment"):
+            t.add_column(col, justify="left" if col == "deployment" else "right")
+        for p in f["frontier"]:
+            cost = p["usd_per_million_output_tokens"]
+            t.add_row(
+                f"{p['output_tok_s_per_user']:,.1f}",
+                f"{p['output_tok_s_per_gpu']:,.0f}",
+                "-" if cost is None else f"{cost:,.3f}",
+                p["deployment"],
+            )
+        con.print(t)

@@ -1,0 +1,253 @@
+"""Resolve a scenario or anchor whose deployment is partly or wholly `unknown`, by searching.
+
+What is stated constrains the planner's own candidate space (`planner.space.candidates`, scored
+by `planner.score.score`, the search `planner plan` runs): the serving mode (aggregated pools or
+prefill/decode pools), each stated layout field (instances, GPUs per instance, tp, dp_attention,
+ep, pp), the precision and MTP as resolved, the GPU count (stated pools, or `deployment.gpus`;
+else the shape the engine commonly runs: one node, or the NVL72 domain). Among the deployments
+left, it picks what a tuned deployment would run for the quantity asked:
+- a throughput metric: the highest throughput per GPU (meeting the `slo` when one is given);
+- a latency metric: the lowest latency at the stated traffic (concurrency 1 when none is stated).
+Prefill- and decode-phase anchors choose the layout of that role by the same rule on the phase's
+own estimate. The chosen layout is written into the scenario, which is then resolved as usual;
+`assumed` lists what was searched and chosen. A scenario whose deployment is fully stated is
+resolved directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.defaults import Resolved, resolve
+from planner.deployment import ROLES, Deployment
+from planner.question import SLO, Question
+from planner.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
+from planner.score import Point, score
+from planner.space import Candidate, candidates, layouts
+from roofline.catalog import get_hardware, get_model
+from roofline.catalog.schema import HardwareSpec
+from roofline.deployment import Parallelism
+from roofline.errors import PlannerError
+
+THROUGHPUT = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
+LATENCY = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
+
+
+def _scenario_data(s: Scenario) -> dict[str, Any]:
+    """The scenario fields of `s` (an anchor carries more)."""
+    return s.model_dump(include=set(Scenario.model_fields))
+
+
+def default_gpus(hw: HardwareSpec) -> int:
+    """The shape engines commonly run when the GPU count is not stated: the NVLink domain of an
+    NVL72 rack, else one node."""
+    return hw.scaleup.domain_gpus if hw.scaleup.domain_gpus > hw.gpus_per_node * 2 else hw.gpus_per_node
+
+
+def _model_ref(s: Scenario, base_dir: Path | None) -> str:
+    if base_dir is not None and (base_dir / s.model).is_file():
+        return str((base_dir / s.model).resolve())
+    return s.model
+
+
+def _matches(par: Parallelism, stated: dict[str, int]) -> bool:
+    names = {"gpus_per_instance": par.gpus, "tp": par.tp, "dp_attention": par.dp_attention, "ep": par.ep, "pp": par.pp}
+    return all(names[k] == v for k, v in stated.items() if k != "instances")
+
+
+def _constraints(s: Scenario) -> dict[str, dict[str, int]]:
+    dep = s.deployment
+    return {r: dep.groups(r)[0].stated() for r in ROLES if dep.groups(r)}
+
+
+def _fits(c: Candidate, cons: dict[str, dict[str, int]]) -> bool:
+    main = "aggregated" if c.mode == "aggregated" else "decode"
+    if main in cons and not _matches(c.decode, cons[main]):
+        return False
+    return not ("prefill" in cons and c.prefill is not None and not _matches(c.prefill, cons["prefill"]))
+
+
+def _counts_match(p: Point, cons: dict[str, dict[str, int]]) -> bool:
+    return all(
+        pool.instances == cons[pool.role]["instances"]
+        for pool in p.deployment.pools
+        if "instances" in cons.get(pool.role, {})
+    )
+
+
+def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | None) -> Question:
+    dep = s.deployment
+    hw = get_hardware(s.hardware)
+    if s.phase != "end-to-end":
+        modes = ["disaggregated"]
+    elif dep.present("aggregated"):
+        modes = ["aggregated"]
+    elif dep.present("prefill") or dep.present("decode"):
+        modes = ["disaggregated"]
+    else:
+        modes = ["aggregated", "disaggregated"]
+    groups = [p for r in ROLES for p in dep.groups(r)]
+    counted = [p for p in groups if isinstance(p.instances, int) and isinstance(p.gpus_per_instance, int)]
+    exact = dep.gpus or (sum(p.gpus for p in counted) if groups and len(counted) == len(groups) else None)
+    partial = sum(p.gpus for p in counted)
+    w = s.workload
+    conc = w.concurrency if isinstance(w.concurrency, int) else None
+    if conc is not None and w.concurrency_scope == "per_gpu":
+        conc *= exact or default_gpus(hw)
+    rate = w.request_rate
+    if metric in LATENCY and conc is None and rate is None:
+        conc = 1
+    slo = s.slo
+    return Question(
+        model=_model_ref(s, base_dir),
+        hardware=s.hardware,
+        engine=facts["engine"],
+        gpus=exact,
+        max_gpus=None if exact else max(partial, default_gpus(hw)),
+        isl=facts["isl"],
+        osl=facts["osl"],
+        rate=rate,
+        concurrency=conc,
+        slo=SLO(ttft_p90_ms=slo.ttft_ms, tpot_p90_ms=slo.tpot_ms, e2e_p90_ms=slo.e2e_ms) if slo else SLO(),
+        modes=modes,  # type: ignore[arg-type]
+        mtp=[facts["mtp"]],
+        kv_mem_fractions=[facts["mem_fraction"]],
+        verify_top=0,
+    )
+
+
+def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]]:
+    """Resolve precision, MTP, lengths and engine options on a stand-in layout of one GPU per pool:
+    the search keeps them fixed (the stand-in is never priced, so it need not fit in memory)."""
+    one = {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}
+    roles = [r for r in ROLES if s.deployment.present(r)] or ["aggregated"]
+    if s.phase != "end-to-end" and s.phase not in roles:
+        roles = ["prefill", "decode"]
+    data = _scenario_data(s)
+    data.update(model=_model_ref(s, base_dir), deployment={r: one for r in roles})
+    res = resolve(Scenario.model_validate(data))
+    pool = res.deployment.pools[-1]
+    return res, {
+        "engine": res.deployment.engine,
+        "isl": res.isl,
+        "osl": res.osl,
+        "mtp": pool.instance.mtp is not None,
+        "mem_fraction": pool.instance.runtime.mem_fraction,
+        "precision": pool.instance.precision,
+    }
+
+
+def _objective(metric: str, p: Point) -> float:
+    m = p.metrics
+    if metric in ("ttft_ms",):
+        return -m.ttft_s
+    if metric in ("tpot_ms", "output_tok_s_per_user"):
+        return -m.tpot_s
+    if metric == "e2e_ms":
+        return -m.e2e_s
+    return m.output_tok_s_per_gpu
+
+
+def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deployment, list[str], None]:
+    """A prefill or decode anchor: the layouts of that role the search space holds (`planner.space`),
+    constrained by what is stated, each estimated on its own; the best for `metric`."""
+    from planner.estimator import estimate  # noqa: PLC0415  (the estimator imports resolution helpers)
+
+    role = s.phase
+    hw, m = get_hardware(s.hardware), get_model(_model_ref(s, base_dir))
+    cons = _constraints(s).get(role, {})
+    spec = s.deployment.groups(role)[0] if s.deployment.groups(role) else None
+    budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
+    best: tuple[float, Resolved] | None = None
+    for par in layouts(m, hw, budget, role):
+        if not _matches(par, cons):
+            continue
+        pool = {
+            "instances": cons.get("instances", 1),
+            "gpus_per_instance": par.gpus,
+            "tp": par.tp,
+            "dp_attention": par.dp_attention,
+            "ep": par.ep,
+            "pp": par.pp,
+        }
+        try:
+            res = resolve(Scenario.model_validate({**_scenario_data(s), "deployment": {role: pool}}), base_dir)
+            e = estimate(res)
+        except (PlannerError, ValidationError):
+            continue
+        value = (
+            -e.tpot_s if metric in LATENCY else (e.input_tok_s_per_gpu if role == "prefill" else e.output_tok_s_per_gpu)
+        )
+        if best is None or value > best[0]:
+            best = (value, res)
+    if best is None:
+        raise ScenarioError(f"deployment.{role}: no {role} layout in the search space matches what is stated ({cons})")
+    dep = best[1].deployment
+    goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
+    return dep, [f"deployment.{role}: searched ({goal}): {dep.describe()}"], None
+
+
+def search_deployment(
+    s: Scenario, metric: str, base_dir: Path | None = None
+) -> tuple[Deployment, list[str], Point | None]:
+    """The deployment a tuned operator would run for `metric` under what `s` states, the notes that
+    say so, and its operating point (the estimate at the question's traffic, or the best batch;
+    None for a prefill or decode phase, which is estimated on its own pool)."""
+    if s.phase != "end-to-end":
+        return _search_phase(s, metric, base_dir)
+    probe, facts = _probe(s, base_dir)
+    q = _question(s, facts, metric, base_dir)
+    m, hw = get_model(q.model), get_hardware(q.hardware)
+    cons = _constraints(s)
+    cands, _ = candidates(q, m, hw)
+    # the stated (or checkpoint) precision replaces the space's precision variants
+    shapes = {replace(c, precision=facts["precision"]) for c in cands if _fits(c, cons)}
+    cands = sorted(shapes, key=lambda c: (c.mode, c.decode.gpus, str(c.prefill)))
+    best: Point | None = None
+    for c in cands:
+        for p in score(q, c).points:
+            if not _counts_match(p, cons) or (q.slo.targets() and not p.meets):
+                continue
+            if best is None or _objective(metric, p) > _objective(metric, best):
+                best = p
+    if best is None:
+        stated = ", ".join(f"{r}: {v}" for r, v in cons.items()) or "nothing"
+        raise ScenarioError(
+            f"deployment: no deployment of {q.budget} GPUs in the search space matches what is stated ({stated})"
+            + (" and meets the slo" if q.slo.targets() else "")
+        )
+    budget = f"{q.gpus} GPUs" if q.gpus else f"at most {q.max_gpus} GPUs"
+    goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
+    note = f"deployment: searched ({goal}, {budget}{', meeting the slo' if q.slo.targets() else ''}): "
+    return best.deployment, [note + best.deployment.describe(), *probe.assumed], best
+
+
+def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output_tok_s_per_gpu") -> Resolved:
+    """`resolve` for a stated deployment; otherwise search the unknown fields first."""
+    if s.deployment.known:
+        return resolve(s, base_dir)
+    dep, notes, _ = search_deployment(s, metric, base_dir)
+    pools: dict[str, Any] = {}
+    for p in dep.pools:
+        par = p.parallel
+        pools[p.role] = {
+            "instances": p.instances,
+            "gpus_per_instance": par.gpus,
+            "tp": par.tp,
+            "dp_attention": par.dp_attention,
+            "ep": par.ep,
+            "pp": par.pp,
+        }
+    if s.phase != "end-to-end":
+        pools = {s.phase: pools[s.phase]} if s.phase in pools else pools
+    chosen = Scenario.model_validate({**_scenario_data(s), "deployment": pools, "engine": dep.engine})
+    res = resolve(chosen, base_dir)
+    res.assumed = list(dict.fromkeys([*notes, *res.assumed]))
+    return res
+
+
+__all__ = ["LAYOUT_FIELDS", "default_gpus", "resolve_any", "search_deployment"]

@@ -1,0 +1,78 @@
+"""bench/public_anchors.py: its tables count what predict_anchor returns, by split and group, and a bad
+anchor is an error row in the not-predicted table, never a crash."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from bench import public_anchors as pa
+
+DECODE = {
+    "id": "tiny-h200-decode",
+    "source": "synthetic",
+    "model": "deepseek-v3",
+    "hardware": "h200-sxm",
+    "engine": "sglang",
+    "phase": "decode",
+    "deployment": {"decode": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+    "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
+    "mtp": None,
+    "workload": {"isl": 1000, "osl": 100, "concurrency": 32, "concurrency_scope": "total"},
+    "metric": "output_tok_s_per_gpu",
+    "value": 500,
+    "unit": "output tok/s per GPU",
+    "tolerance": 1e9,  # any finite prediction is within: the count must be exactly 1
+}
+TPOT = {**DECODE, "id": "tiny-h200-tpot", "metric": "tpot_ms", "value": 40, "unit": "ms", "tolerance": 1e-9}
+BAD = {**DECODE, "id": "tiny-bad-model", "model": "no-such-model"}
+
+
+def _write(path, split, anchors):
+    path.write_text(yaml.safe_dump({"version": 1, "source": {"name": "tiny", "split": split}, "anchors": anchors}))
+    return path
+
+
+def test_tables_count_predictions_by_split_group_and_error_class(tmp_path):
+    test_file = _write(tmp_path / "tiny-test.yaml", "test", [DECODE, TPOT, BAD])
+    train_file = _write(tmp_path / "tiny-train.yaml", "train", [{**DECODE, "id": "tiny-train-decode"}])
+    rows, tabs = pa.run([test_file, train_file], "all", jobs=1)
+    assert len(rows) == 4
+    t = tabs["test"]
+    assert t["all"]["count"] == 3
+    assert t["all"]["predicted"] == 2
+    assert t["all"]["within_tolerance"] == 1
+    assert t["by"]["metric"]["output_tok_s_per_gpu"]["count"] == 2
+    assert t["by"]["metric"]["tpot_ms"]["predicted"] == 1
+    assert t["by"]["model"]["no-such-model"]["predicted"] == 0
+    assert t["by"]["method"]["none"]["count"] == 1
+    assert sum(t["not_predicted"].values()) == 1
+    assert tabs["train"]["all"] == {**tabs["train"]["all"], "count": 1, "predicted": 1}
+    errs = [abs(r["rel_error"]) for r in rows if r["split"] == "test" and r["rel_error"] is not None]
+    assert len(errs) == 2
+    assert t["all"]["median_abs_rel_error"] == round((errs[0] + errs[1]) / 2, 4)
+    (cls,) = t["not_predicted"]
+    assert "no-such-model" in cls
+
+
+def test_split_filter_and_a_file_that_does_not_load(tmp_path):
+    test_file = _write(tmp_path / "tiny-test.yaml", "test", [DECODE])
+    train_file = _write(tmp_path / "tiny-train.yaml", "train", [DECODE])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("anchors: [unclosed")
+    rows, tabs = pa.run([test_file, train_file, broken], "train", jobs=1)
+    assert {r["split"] for r in rows if r["predicted"] is not None} == {"train"}
+    assert tabs["unknown"]["all"] == {**tabs["unknown"]["all"], "count": 1, "predicted": 0}
+    assert "test" not in tabs
+
+
+def test_main_saves_rows_and_tables_atomically(tmp_path):
+    test_file = _write(tmp_path / "tiny-test.yaml", "test", [DECODE, BAD])
+    out = tmp_path / "out" / "public_anchors.json"
+    assert pa.main([str(test_file), str(test_file), "--no-public", "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["tables"]["test"]["all"]["count"] == 2  # the file named twice is read once
+    assert len(saved["rows"]) == 2
+    assert not out.with_name(out.name + ".part").exists()
+    assert pa.main(["--jobs", "0", "--no-public", "--out", str(out)]) == 2
