@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from planner.dashboard import charts, exports, simview, urlstate, view, whatif_view
+from planner.dashboard import charts, exports, pages, simview, urlstate, view, whatif_view
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.plan import Answer, plan
@@ -34,7 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "isl": D.isl, "osl": D.osl, "price": D.price_per_gpu_hour, "traffic": "best operating point", "rate": 10.0,
     "concurrency": 256, "ttft": D.slo.ttft_p90_ms or 2000.0, "tpot": D.slo.tpot_p90_ms or 50.0, "rec": 0,
     "other": 1, "kv": "as planned", "moe": "as planned", "ep": 0, "batch": 0, "mtp": -1.0, "overlap": -1.0,
-    "frac": -1.0, "tc": False, "ts": False,
+    "frac": -1.0, "tc": False, "ts": False, "min_user": 0.0, "prices": "",
 }  # fmt: skip
 
 st.set_page_config(page_title="MoE capacity planner", layout="wide")
@@ -50,8 +50,8 @@ if "_seeded" not in st.session_state:  # first run of a session: settings from t
     st.session_state["_seeded"] = True
     for k, v in urlstate.from_params(st.query_params).items():
         st.session_state[k] = v
-for k, v in DEFAULTS.items():
-    st.session_state.setdefault(k, v)
+for k, v in DEFAULTS.items():  # re-stated each run, so settings survive a page that hides their widgets
+    st.session_state[k] = st.session_state.get(k, v)
 
 
 @st.cache_resource
@@ -268,28 +268,14 @@ def downloads(a: Answer, i: int, w: WhatIf, scn: dict[str, Any]) -> None:
         st.code(next(iter(files.values())), language="yaml")
 
 
-def validation_page() -> None:
-    st.title("Validation against published results")
-    if not ANCHORS.exists():
-        st.info(f"no anchor file at {ANCHORS}")
-        return
-    rows, summary = exports.validation_rows(ANCHORS)
-    st.markdown(
-        f"{summary['within_tolerance']} of {summary['count']} anchors within tolerance; median |error| "
-        f"{summary['median_abs_rel_error']:.1%}. Green: within the anchor's tolerance, red: outside it. "
-        "Error % = (predicted - published) / published."
-    )
-    st.plotly_chart(charts.validation_figure(rows), width="stretch")
-    st.dataframe(rows, hide_index=True, width="stretch")
-
-
-page = st.sidebar.radio("page", ["Plan", "Validation"], key="page", horizontal=True)
+page = st.sidebar.radio("page", ["Plan", "Which GPU?", "Validation"], key="page", horizontal=True)
 try:
     if page == "Plan":
-        question = question_panel()
-        plan_page(question)
+        plan_page(question_panel())
+    elif page == "Which GPU?":
+        pages.compare_page(code_fingerprint())
     else:
-        validation_page()
+        pages.validation_page(ANCHORS)
 except PlannerError as exc:
     st.error(str(exc))
 values = {k: st.session_state.get(k) for k in DEFAULTS}

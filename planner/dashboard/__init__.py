@@ -6,6 +6,13 @@
 - `simview`: the time series of a deployment under the plan's traffic (or an uploaded trace);
 - `charts`: plotly figures (units on every axis, legends);
 - `exports`: downloads including the what-if, trace upload, validation rows;
-- `urlstate`: settings in the URL's query parameters.
+- `urlstate`: settings in the URL's query parameters;
+- `gpu_compare`, `pages`: the "which GPU?" page (`planner compare`) and the validation page.
 The page (app.py) only lays these out.
 """
+
+from planner.dashboard.exports import scenario_of
+from planner.dashboard.whatif import breakdown
+from planner.plan_report import table_rows as recommendations_table  # the dashboard's table is the record
+
+__all__ = ["breakdown", "recommendations_table", "scenario_of"]

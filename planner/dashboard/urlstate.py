@@ -39,6 +39,8 @@ SHARED: dict[str, Callable[[str], Any]] = {
     "frac": float,
     "tc": _bool,
     "ts": _bool,
+    "min_user": float,
+    "prices": str,
 }
 
 

@@ -141,6 +141,17 @@ class Breakdown:
     capacity_rps: float | None = None  # largest request rate whose estimate meets the SLO
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The estimate's figures by label, each saying it is an estimate."""
+        e = self.estimate
+        return {
+            "TTFT ms (estimate, mean)": e.ttft_s * 1e3,
+            "TPOT ms (estimate, mean)": e.tpot_s * 1e3,
+            "tok/s/GPU (estimate)": e.output_tok_s_per_gpu,
+            "GPUs": float(e.gpus),
+        }
+
 
 def _cats(step: StepCost | None) -> dict[str, float]:
     out = dict.fromkeys(STEP_CATEGORIES, 0.0)

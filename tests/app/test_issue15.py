@@ -221,3 +221,21 @@ def test_settings_travel_in_the_url():
     assert next(s for s in at.selectbox if s.label == "experts").value == "fp8"
     assert next(n for n in at.number_input if n.label == "TPOT ms").value == 60.0
     assert at.query_params["moe"] in ("fp8", ["fp8"])
+
+
+def test_the_which_gpu_page_compares_every_system_from_the_compare_search():
+    """The page renders `planner compare`: one frontier per system that holds the model, the
+    best throughput per GPU per system, labelled as estimates."""
+    at = _app()
+    at.query_params["page"] = "Which GPU?"
+    at.run()
+    assert not at.exception
+    rows = at.dataframe[0].value
+    systems = next(m for m in at.multiselect if m.label == "systems").value
+    assert sorted(rows["hardware"]) == sorted(systems)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert (
+        len([t for t in spec["data"] if t.get("mode") == "lines+markers"])
+        == rows["best tok/s/GPU (estimate)"].notna().sum()
+    )
+    assert "estimates" in _texts(at)
