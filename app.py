@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from planner.dashboard import charts, exports, pages, simview, urlstate, view, whatif_view
+from planner.dashboard import answers, charts, exports, pages, simview, urlstate, view, whatif_view
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.plan import Answer, plan
@@ -59,10 +59,44 @@ def code_fingerprint() -> str:
     return exports.code_fingerprint()
 
 
-# Persisted across restarts; the key includes a fingerprint of the planner's code and data.
-@st.cache_data(show_spinner="planning...", persist="disk", max_entries=32)
-def answer_for(question_json: str, fingerprint: str) -> Answer:
-    return plan(build_question(json.loads(question_json)), workers=None)
+def answer_for(q_in: dict[str, Any]) -> Answer:
+    """The planned answer; on a first visit the estimates show while the top candidates are
+    simulated, then the verified answer replaces them."""
+    key, fp = _js(q_in), code_fingerprint()
+    a = answers.load(key, fp)
+    if a is not None:
+        return a
+    holder = st.empty()
+    with holder.container(), st.spinner("scoring candidates..."):
+        quick = plan(build_question({**q_in, "verify_top": 0}), workers=None)
+    if quick.recommendations:
+        with holder.container():
+            st.info(
+                "Estimates, not yet simulated: the top candidates are being simulated; this table will be replaced."
+            )
+            show_table(quick)
+    with st.spinner("simulating the top candidates..."):
+        a = plan(build_question(q_in), workers=None)
+    answers.store(key, fp, a)
+    holder.empty()
+    return a
+
+
+def show_table(a: Answer) -> list[dict[str, Any]]:
+    rows = table_rows(a)
+    st.subheader("Recommendations" if a.feasible else "Closest configuration first")
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        height=35 * (len(rows) + 1) + 3,
+        column_order=view.TABLE_COLUMNS,
+        column_config={
+            k: st.column_config.Column(help=h, width=view.COLUMN_WIDTHS.get(k)) for k, h in view.COLUMN_HELP.items()
+        },
+    )
+    st.caption(view.ranking_note(a))
+    return rows
 
 
 @st.cache_data(max_entries=256)
@@ -202,7 +236,7 @@ def plan_page(q_in: dict[str, Any]) -> None:
     if problem:
         st.error(problem)
         return
-    a = answer_for(_js(q_in), code_fingerprint())
+    a = answer_for(q_in)
     st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulated")
     if q.simulation and q.simulation.trace:
         st.info(f"Trace-driven: the simulated rows and the time series replay {Path(q.simulation.trace.path).name}.")
@@ -212,19 +246,7 @@ def plan_page(q_in: dict[str, Any]) -> None:
     if empty:
         st.error(empty)
         return
-    rows = table_rows(a)
-    st.subheader("Recommendations" if a.feasible else "Closest configuration first")
-    st.dataframe(
-        rows,
-        hide_index=True,
-        width="stretch",
-        height=35 * (len(rows) + 1) + 3,
-        column_order=view.TABLE_COLUMNS,
-        column_config={
-            k: st.column_config.Column(help=h, width=view.COLUMN_WIDTHS.get(k)) for k, h in view.COLUMN_HELP.items()
-        },
-    )
-    st.caption(view.ranking_note(a))
+    rows = show_table(a)
     labels = [f"#{r['#']} {r['deployment']} ({r['precision']}{', MTP' if r['MTP'] == 'yes' else ''})" for r in rows]
     for key in ("rec", "other"):
         if st.session_state[key] >= len(labels):
