@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from planner.dashboard import answers, charts, exports, pages, simview, urlstate, view, whatif_view
+from planner.dashboard import answers, charts, exports, inputs, pages, simview, urlstate, view, whatif_view
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.plan import Answer, plan
@@ -48,8 +48,10 @@ st.html(
 
 if "_seeded" not in st.session_state:  # first run of a session: settings from the URL
     st.session_state["_seeded"] = True
+    catalog = {"model": model_ids(), "hardware": hardware_ids()}
     for k, v in urlstate.from_params(st.query_params).items():
-        st.session_state[k] = v
+        if inputs.valid(k, v) and v in catalog.get(k, [v]):  # a stale link opens the defaults, not an error
+            st.session_state[k] = v
 for k, v in DEFAULTS.items():  # re-stated each run, so settings survive a page that hides their widgets
     st.session_state[k] = st.session_state.get(k, v)
 
@@ -116,79 +118,6 @@ def timeseries_for(scn_json: str, sim_json: str) -> dict[str, Any]:
 
 def _js(x: object) -> str:
     return json.dumps(x, sort_keys=True, default=str)
-
-
-def question_panel() -> dict[str, Any]:
-    sb = st.sidebar
-    sb.header("Question")
-    if st.session_state["model"] not in model_ids():
-        st.session_state["model"] = DEFAULTS["model"]
-    if st.session_state["hardware"] not in hardware_ids():
-        st.session_state["hardware"] = DEFAULTS["hardware"]
-    q: dict[str, Any] = {
-        "model": sb.selectbox("model", model_ids(), key="model"),
-        "hardware": sb.selectbox("hardware", hardware_ids(), key="hardware"),
-        "max_gpus": int(sb.number_input("GPUs (at most)", 1, 1152, key="max_gpus")),
-        "isl": int(sb.number_input("input tokens", 1, 10_000_000, key="isl")),
-        "osl": int(sb.number_input("output tokens", 1, 1_000_000, key="osl")),
-        "engine": sb.selectbox("engine", ["sglang", "trtllm", "vllm"], key="engine"),
-        "price_per_gpu_hour": float(sb.number_input("price per GPU-hour (USD)", 0.01, 100.0, key="price")),
-        "verify_top": 2,
-    }
-    traffic = sb.radio("traffic", ["best operating point", "request rate", "concurrency"], key="traffic")
-    if traffic == "request rate":
-        q["rate"] = float(sb.number_input("requests/s", 0.01, 1e6, key="rate"))
-    elif traffic == "concurrency":
-        q["concurrency"] = int(sb.number_input("requests in flight", 1, 1_000_000, key="concurrency"))
-    sb.subheader("SLO (p90)")
-    q["slo"] = {
-        "ttft_p90_ms": float(sb.number_input("TTFT ms", 1.0, 1e6, key="ttft")),
-        "tpot_p90_ms": float(sb.number_input("TPOT ms", 0.01, 1e5, key="tpot")),
-    }
-    upload = sb.file_uploader("trace (Azure/Splitwise CSV, Mooncake JSONL)", type=["csv", "jsonl"])
-    if upload is not None:
-        trace = exports.trace_from_upload(upload.getvalue(), upload.name)
-        q["simulation"] = {"requests": 2000, "trace": trace.model_dump()}
-    return q
-
-
-def what_if_panel(fallbacks: bool) -> WhatIf:
-    st.markdown("**What if** (estimates; compared with the same deployment estimated the same way)")
-    c = st.columns(4)
-    kv = c[0].selectbox("KV cache", ["as planned", "bf16", "fp8"], key="kv")
-    moe = c[1].selectbox("experts", ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"], key="moe")
-    ep = c[2].selectbox(
-        "decode EP", [0, 8, 16, 32, 48, 72], format_func=lambda v: str(v) if v else "as planned", key="ep"
-    )
-    batch = c[3].number_input("batch cap / instance (0: as planned)", 0, 100_000, key="batch")
-    c2 = st.columns(4)
-    mtp = c2[0].select_slider(
-        "MTP accepted of 3 drafts",
-        [-1.0, *[i / 4 for i in range(13)]],
-        key="mtp",
-        format_func=lambda v: "as planned" if v < 0 else "off" if v == 0 else f"{v:g}",
-    )
-    pick = [-1.0, *[i / 20 for i in range(21)]]
-    overlap = c2[1].select_slider(
-        "comm overlap", pick, key="overlap", format_func=lambda v: "as planned" if v < 0 else f"{v:.0%}"
-    )
-    frac = c2[2].select_slider(
-        "KV memory fraction",
-        [-1.0, *[i / 100 for i in range(50, 96)]],
-        key="frac",
-        format_func=lambda v: "as planned" if v < 0 else f"{v:.2f}",
-    )
-    tc = c2[3].toggle("tensor-core kernels for fallbacks", key="tc") if fallbacks else False
-    return WhatIf(
-        kv_cache=None if kv == "as planned" else kv,
-        moe=None if moe == "as planned" else moe,
-        ep=ep or None,
-        batch=int(batch) or None,
-        mtp_accepted=None if mtp < 0 else mtp,
-        comm_overlap=None if overlap < 0 else overlap,
-        mem_fraction=None if frac < 0 else frac,
-        tensor_core_kernels=bool(tc),
-    )
 
 
 def show_cards(cards: list[view.Card]) -> None:
@@ -259,16 +188,30 @@ def plan_page(q_in: dict[str, Any]) -> None:
     if reason:
         st.info(reason)
     st.plotly_chart(charts.pareto_figure(a, i), width="stretch")
+    deployment_section(q, q_in, a, rows, i, j)
+
+
+def deployment_section(
+    q: Question, q_in: dict[str, Any], a: Answer, rows: list[dict[str, Any]], i: int, j: int
+) -> None:
+    """The chosen deployment: its record's cards, the what-if, side by side, charts, downloads."""
     st.subheader(f"#{i + 1} {rows[i]['deployment']}")
     cards, rec = view.plan_cards(a, i)
     show_cards(cards)
     st.markdown(view.badge_markdown(view.slo_badges(q, rec, rec["figures"])))
     base = exports.scenario_of(a, i)
-    w = what_if_panel(bool(fallbacks_for(_js(base))))
+    b_plan = breakdown_for(_js(base))
+    if b_plan.capacity_rps is not None:
+        st.caption(
+            f"At the SLO #{i + 1} sustains about {b_plan.capacity_rps:,.1f} requests/s (estimate: the largest rate "
+            "whose estimated means meet every target)."
+        )
+    w = inputs.what_if_panel(bool(fallbacks_for(_js(base))))
     b1, changed = what_if_section(q, a, i, base, w)
-    b_plan, b_other = breakdown_for(_js(base)), breakdown_for(_js(exports.scenario_of(a, j)))
+    b_other = breakdown_for(_js(exports.scenario_of(a, j)))
     side_by_side(a, i, j, b1 if changed else None)
     items = [(f"#{i + 1}", b_plan)] + ([("what-if", b1)] if changed else []) + [(f"#{j + 1}", b_other)]
+    st.caption("time per forward step by category (the step-cost model, at the held traffic: estimates)")
     st.plotly_chart(charts.breakdown_figure(items), width="stretch")
     st.caption(f"memory per GPU, #{i + 1}{' with the what-if' if changed else ''}")
     st.plotly_chart(charts.memory_figure(b1), width="stretch")
@@ -290,10 +233,10 @@ def downloads(a: Answer, i: int, w: WhatIf, scn: dict[str, Any]) -> None:
         st.code(next(iter(files.values())), language="yaml")
 
 
-page = st.sidebar.radio("page", ["Plan", "Which GPU?", "Validation"], key="page", horizontal=True)
+page = st.sidebar.radio("page", inputs.CHOICES["page"], key="page", horizontal=True)
 try:
     if page == "Plan":
-        plan_page(question_panel())
+        plan_page(inputs.question_panel())
     elif page == "Which GPU?":
         pages.compare_page(code_fingerprint())
     else:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from planner.compare import Frontier, compare, parse_prices
 from planner.dashboard import charts, exports, gpu_compare
+from planner.dashboard.inputs import CHOICES, RANGES
 from roofline.catalog import hardware_ids, model_ids
 
 
@@ -23,11 +24,11 @@ def compare_page(fingerprint: str) -> None:
     sb = st.sidebar
     sb.header("Which GPU?")
     model = sb.selectbox("model", model_ids(), key="model")
-    isl = int(sb.number_input("input tokens", 1, 10_000_000, key="isl"))
-    osl = int(sb.number_input("output tokens", 1, 1_000_000, key="osl"))
-    engine = sb.selectbox("engine", ["sglang", "trtllm", "vllm"], key="engine")
+    isl = int(sb.number_input("input tokens", *RANGES["isl"], key="isl"))
+    osl = int(sb.number_input("output tokens", *RANGES["osl"], key="osl"))
+    engine = sb.selectbox("engine", CHOICES["engine"], key="engine")
     hw = sb.multiselect("systems", hardware_ids(), default=hardware_ids(), key="cmp_hw")
-    min_user = float(sb.number_input("at least tok/s per user", 0.0, 10_000.0, key="min_user"))
+    min_user = float(sb.number_input("at least tok/s per user", *RANGES["min_user"], key="min_user"))
     prices = parse_prices(sb.text_input("USD per GPU-hour (e.g. h200-sxm=3.5,b200=5)", key="prices"))
     st.title("Which GPU?")
     st.markdown(

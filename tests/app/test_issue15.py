@@ -239,3 +239,13 @@ def test_the_which_gpu_page_compares_every_system_from_the_compare_search():
         == rows["best tok/s/GPU (estimate)"].notna().sum()
     )
     assert "estimates" in _texts(at)
+
+
+def test_a_stale_or_bad_link_opens_the_default_page():
+    at = _app()
+    for k, v in {"model": "no-such-model", "isl": "0", "mtp": "7", "rec": "99"}.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception
+    assert next(s for s in at.selectbox if s.label == "model").value == "deepseek-v3"
+    assert next(n for n in at.number_input if n.label == "input tokens").value == 2000
