@@ -99,6 +99,11 @@ def explain_change(b0: Breakdown, b1: Breakdown, traffic: dict[str, Any]) -> str
             "also verifies the draft tokens, so it costs more)"
         )
     text += "; TPOT = step time / tokens per step, and a longer step holds more sequences at the same rate."
+    pre0, pre1 = sum(b0.prefill_ms.values()), sum(b1.prefill_ms.values())
+    if abs(pre1 - pre0) > 0.01 * max(pre0, 1e-9):
+        off0, off1 = b0.prefill_ms["weight offload"], b1.prefill_ms["weight offload"]
+        text += f" The prefill step takes {pre0:,.1f} -> {pre1:,.1f} ms"
+        text += f" (weights streamed from host: {off0:,.1f} -> {off1:,.1f} ms)." if off0 or off1 else "."
     if e1.saturated:
         text += f" The changed deployment cannot keep up with that load ({e1.limit or 'saturated'}): requests queue."
     return text
