@@ -33,6 +33,8 @@ def pareto_figure(a: Answer, chosen: int | None = None) -> go.Figure:
     """The estimate fronts, the recommendations at the figures the table shows, the chosen one
     highlighted."""
     fig = report_pareto_figure(a)
+    for trace in fig.data:  # the fronts are the search's estimates
+        trace.name = f"{trace.name} front (estimates)"
     rows = [r for r in table_rows(a) if r["tok/s/user"]]
     fig.add_trace(
         go.Scatter(
