@@ -122,7 +122,8 @@ def _js(x: object) -> str:
 
 def show_cards(cards: list[view.Card]) -> None:
     for col, c in zip(st.columns(len(cards)), cards, strict=True):
-        col.metric(c.label, c.value, c.delta, delta_color=c.delta_color, help=c.help)  # type: ignore[arg-type]
+        arrow = "off" if c.delta_color == "off" else "auto"  # no arrow on an unchanged figure
+        col.metric(c.label, c.value, c.delta, delta_color=c.delta_color, help=c.help, delta_arrow=arrow)  # type: ignore[arg-type]
 
 
 def what_if_section(q: Question, a: Answer, i: int, base: dict[str, Any], w: WhatIf) -> tuple[Breakdown, Any]:
@@ -139,7 +140,14 @@ def what_if_section(q: Question, a: Answer, i: int, base: dict[str, Any], w: Wha
     if over:
         st.error(over)
     deltas = whatif_view.what_if_deltas(b0, b1, gpus_of(base), gpus_of(changed), q.osl)
-    show_cards([view.Card(d.label, d.text, whatif_view.DELTA_HELP, d.change, d.color) for d in deltas])
+    show_cards(
+        [
+            view.Card(
+                d.label, d.text, whatif_view.DELTA_HELP, d.change if d.better is not None else "unchanged", d.color
+            )
+            for d in deltas
+        ]
+    )
     st.markdown(view.badge_markdown(view.slo_badges(q, whatif_view.estimate_figures(b1), "what-if estimate, mean")))
     st.caption(whatif_view.explain_change(b0, b1, base))
     return b1, changed
