@@ -26,7 +26,7 @@ def test_default_page_renders_recommendations_and_the_pareto_front():
     assert not at.exception
     assert not at.error
     assert at.dataframe  # recommendations table
-    assert any(m.label == "tok/s/GPU" for m in at.metric)
+    assert any(m.label.startswith("tok/s/GPU") for m in at.metric)
     assert "candidates scored" in at.caption[0].value
 
 
@@ -49,15 +49,15 @@ def test_an_impossible_slo_shows_the_closest_configuration_and_the_binding_const
 
 def test_a_what_if_changes_the_metrics_against_the_plan():
     at = _run()
-    at.selectbox(key="kva").select("bf16").run()
+    at.selectbox(key="kv").select("bf16").run()
     assert not at.exception
     deltas = {m.label: m.delta for m in at.metric}
-    assert deltas["TPOT ms (estimate, mean)"] != "+0.0 vs plan"
+    assert not deltas["TPOT ms (what-if, estimate)"].startswith("+0.0 ")
 
 
 def test_an_impossible_what_if_is_a_message_not_a_traceback():
     at = AppTest.from_file(APP, default_timeout=180).run()
     next(s for s in at.selectbox if s.label == "hardware").select("h200-sxm").run()
-    at.selectbox(key="moea").select("nvfp4").run()
+    at.selectbox(key="moe").select("nvfp4").run()
     assert not at.exception
     assert any("nvfp4" in e.value for e in at.error)

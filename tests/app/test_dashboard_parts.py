@@ -1,0 +1,74 @@
+"""Parts of the dashboard that the page tests cannot reach (AppTest cannot upload a file) or
+that are rules on their own: an uploaded trace drives the time series; what-if deltas know that
+lower latency is better; a new EP scale keeps the pool's GPUs; settings survive a URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.dashboard import exports, simview, urlstate
+from planner.dashboard.whatif import WhatIf, apply_what_if, gpu_budget_problem, gpus_of
+from planner.dashboard.whatif_view import Delta
+
+SCENARIO = {
+    "name": "small",
+    "model": "qwen3-30b-a3b",
+    "hardware": "h200-sxm",
+    "engine": "sglang",
+    "phase": "end-to-end",
+    "deployment": {"aggregated": {"instances": 2, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1}},
+    "precision": {"attention": "bf16", "kv_cache": "fp8", "dense": "bf16", "moe": "bf16"},
+    "workload": {"isl": 500, "osl": 50, "request_rate": 4.0},
+    "slo": {"ttft_ms": 2000.0, "tpot_ms": 50.0},
+}
+
+
+def test_an_uploaded_trace_drives_the_time_series():
+    """After an upload the time series replays the trace (its arrivals, its request count)."""
+    rows = "".join(f"{0.5 * i:.1f},{400 + i},{40 + i % 7}\n" for i in range(60))
+    trace = exports.trace_from_upload(b"arrived_at,num_prefill_tokens,num_decode_tokens\n" + rows.encode(), "t.csv")
+    ts = simview.timeseries(SCENARIO, {"requests": 60, "trace": trace.model_dump()})
+    assert ts["source"] == "trace t.csv"
+    assert ts["requests"] == 60
+    assert ts["time_s"][-1] >= 29.5  # the trace's last arrival is at 29.5 s
+    plain = simview.timeseries(SCENARIO)
+    assert plain["source"].startswith("Poisson arrivals at 4.0")
+
+
+def test_a_bad_upload_is_a_message_naming_the_field():
+    with pytest.raises(Exception, match=r"^trace: x.csv is not"):
+        exports.trace_from_upload(b"a,b\n1,2\n", "x.csv")
+
+
+@pytest.mark.parametrize(
+    ("value", "base", "lower_is_better", "color", "better"),
+    [
+        (2351.0, 213.0, True, "inverse", False),  # latency up: worse (red up-arrow)
+        (100.0, 213.0, True, "inverse", True),  # latency down: better (green down-arrow)
+        (309.0, 385.0, False, "normal", False),  # capacity down: worse
+        (70.0, 70.0, True, "off", None),  # unchanged: no verdict
+    ],
+)
+def test_delta_colours_know_the_direction_of_better(value, base, lower_is_better, color, better):
+    d = Delta("x", value, base, lower_is_better)
+    assert d.color == color
+    assert d.better is better
+
+
+def test_a_new_ep_scale_keeps_the_pools_gpus_and_reports_a_budget_breach():
+    scn = {**SCENARIO, "deployment": {"prefill": {"instances": 20, "gpus_per_instance": 2},
+                                      "decode": {"instances": 1, "gpus_per_instance": 32}}}  # fmt: skip
+    changed = apply_what_if(scn, WhatIf(ep=16))
+    assert changed["deployment"]["decode"]["instances"] == 2
+    assert gpus_of(changed) == 72
+    assert gpu_budget_problem(changed, 72) is None
+    wide = apply_what_if(scn, WhatIf(ep=72))
+    assert gpus_of(wide) == 112
+    assert "112 GPUs" in (gpu_budget_problem(wide, 72) or "")
+
+
+def test_settings_round_trip_through_query_parameters_and_bad_ones_are_ignored():
+    defaults = {"moe": "as planned", "tpot": 50.0, "ep": 0}
+    params = urlstate.to_params({"moe": "fp8", "tpot": 60.0, "ep": 0}, defaults)
+    assert params == {"moe": "fp8", "tpot": "60.0"}
+    assert urlstate.from_params({**params, "ep": "wide"}) == {"moe": "fp8", "tpot": 60.0}
