@@ -1,36 +1,28 @@
 """Simulator speed side by side with Vidur (microsoft/vidur) on Vidur's own workload, in one run.
 
-Workload (Vidur's, per ../shared/reference/vidur_side_by_side.md): Llama-2-70B on A100, TP2, one
-replica, 16,384 requests, Poisson arrivals at qps 1 (Vidur truncates gaps at 3/qps), lengths from
-the Splitwise conversation trace (clipped to 4,096 tokens and shuffled by Vidur), Sarathi scheduler
-with chunk 512 and at most 128 requests in a batch. Vidur's generated requests (arrival, prefill
-and decode tokens) are dumped to bench/data/vidur_requests_splitwise_conv_16384.csv and replayed
-by our simulator as a Splitwise-format trace, so both simulate the exact same arrivals.
-
-Our side, two models, each one aggregated TP2 instance on h100-sxm (the catalog has no A100; the
-GPU changes the modelled step times, and in an open-loop run that is not saturated the number of
-steps is about the simulated span divided by the step time, so it changes the step count too),
-engine vllm, prefill budget 512 tokens per step, at most 128 running requests:
-  llama-3.1-70b: the catalog's closest shape to Llama-2-70B (80 layers, hidden 8192, 64 query and
-    8 KV heads, FFN 28672) but a 128,256-token vocabulary, which leaves 2x80 GB with ~8.8k tokens
-    of KV: the instance cannot keep up with qps 1 and queues (reported, not tuned away);
-  llama-2-70b: bench/data/vidur_llama2_70b_config.json, the fields of meta-llama/Llama-2-70b-hf's
-    config.json (vocabulary 32,000; Vidur's own model config pads it to 32,768).
-
-Both tools run as child processes, alternating, `--reps` times; whole-process CPU (user + sys)
-comes from the OS, the event loop's CPU from each tool's own timer around its loop only (Vidur:
-`Simulator.run()`; ours: `planner.simulate.run_simulation`, which includes reading the trace and
-the summary). Steps are batches executed (Vidur: `Batch` ids issued; ours: rows of the step log).
-The table reports medians. `--cached` reruns only our side and takes Vidur's numbers from
-bench/results/vidur_side_by_side.json. This script does not install Vidur: it needs a checkout
-(`--vidur-src`) and a Python environment with its requirements (`--vidur-python`).
-Usage: python bench/vidur_side_by_side.py [--reps 3] [--cached]
+Vidur (set up per ../shared/reference/vidur_side_by_side.md): Llama-2-70B, A100, TP2, one replica,
+16,384 requests, Poisson arrivals at qps 1 (gaps truncated at 3/qps), Splitwise conversation lengths
+(clipped to 4,096 tokens, shuffled), Sarathi with chunk 512 and at most 128 in a batch. The requests
+it generates are dumped to bench/data/vidur_requests_splitwise_conv_16384.csv and replayed by our
+simulator as a Splitwise trace: both simulate the exact same arrivals and lengths.
+Ours: one aggregated TP2 instance on h100-sxm (no A100 in the catalog; the GPU changes modelled step
+times, and a busy open-loop instance takes about span / step-time steps, so the step count too),
+engine vllm, prefill budget 512 tokens per step, at most 128 running requests, two models:
+llama-3.1-70b, the catalog's closest shape (80 layers, hidden 8192, 64 query / 8 KV heads, FFN 28672)
+but with a 128,256-token vocabulary that leaves ~8.8k KV tokens on 2x80 GB, so it queues at qps 1
+(reported, not tuned away); llama-2-70b, bench/data/vidur_llama2_70b_config.json with the fields of
+meta-llama/Llama-2-70b-hf's config.json (vocabulary 32,000; Vidur's model config pads to 32,768).
+Both run as child processes, alternating, `--reps` times: whole-process CPU (user + sys) from the
+OS, event-loop CPU from a timer around the loop only (Vidur: `Simulator.run()`; ours:
+`run_simulation`, trace reading and summary included). Steps are batches executed (Vidur: `Batch`
+ids issued; ours: rows of the step log). Medians are reported; `--cached` reruns only our side with
+Vidur's numbers from bench/results/vidur_side_by_side.json. Vidur is not installed by this script.
+Usage: python bench/vidur_side_by_side.py [--reps 3] [--cached] [--vidur-src DIR] [--vidur-python PY]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -128,6 +120,12 @@ def scenario_relative(model: str) -> dict[str, Any]:
     s["model"] = MODELS[model]
     s["simulation"]["trace"]["path"] = str(REQUESTS_CSV.relative_to(ROOT))
     return s
+
+
+def bad_input(msg: str) -> None:
+    """One line naming the field, exit 2."""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
 
 
 def kv_tokens(res: Any) -> int:
@@ -249,13 +247,13 @@ def main() -> None:
         ours_child(a.ours_child)
         return
     if a.reps < 1:
-        sys.exit("--reps: must be at least 1")
+        bad_input("--reps: must be at least 1")
     if a.cached:
         if not OUT.exists():
-            sys.exit(f"--cached: {OUT.relative_to(ROOT)} does not exist; run once with Vidur")
+            bad_input(f"--cached: {OUT.relative_to(ROOT)} does not exist; run once with Vidur")
         vidur = json.loads(OUT.read_text())["vidur"]
     elif not Path(a.vidur_python).exists() or not (Path(a.vidur_src) / "vidur").is_dir():
-        sys.exit(f"--vidur-src/--vidur-python: no Vidur at {a.vidur_src} with {a.vidur_python} (or use --cached)")
+        bad_input(f"--vidur-src/--vidur-python: no Vidur at {a.vidur_src} with {a.vidur_python} (or use --cached)")
     vidur_rows: list[dict[str, Any]] = []
     ours_rows: dict[str, list[dict[str, Any]]] = {m: [] for m in MODELS}
     for i in range(a.reps):  # alternate the tools
@@ -278,8 +276,7 @@ def main() -> None:
             f" {r['process_per_request']:.1f}x, per step {r['per_step']:.1f}x;"
             f" planner steps / Vidur steps {r['steps']:.2f}"
         )
-    with REQUESTS_CSV.open(newline="") as fh:
-        n_csv = sum(1 for _ in csv.reader(fh)) - 1
+    n_csv = len(REQUESTS_CSV.read_text().splitlines()) - 1
     data = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": platform.processor() or platform.machine(),
