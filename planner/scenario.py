@@ -2,21 +2,26 @@
 workload, SLO — validated strictly at the edge.
 
 Any optional field may be `unknown`; `planner.defaults.resolve` fills it from the documented
-engine default and records what it assumed. `load_scenario` turns YAML and pydantic errors
-into `ScenarioError` messages that name the field.
+engine default and records what it assumed. Every number is finite and within a physical range,
+and the cross-field rules that need no catalog lookup are checked here (tp x dp_attention x pp =
+gpus_per_instance, ep divides a stage, accepted <= draft tokens, isl + osl within the longest
+context, concurrency or rate, the prefill budget). `load_scenario` turns file, YAML and pydantic
+errors into one-line `ScenarioError` messages that name the field (see `planner.edge`). Rules
+that need the model (ep <= experts, pp <= layers, KV fit) are checked by `resolve`.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from roofline.catalog.schema import StrictModel
-from roofline.errors import PlannerError
-from simulator.config import SimConfig
+from planner.edge import ScenarioError, format_validation_error, load_yaml, parse_as
+from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, InputModel, SimConfig
+
+__all__ = ["ScenarioError", "format_validation_error", "load_yaml", "parse_as"]
 
 Unknown = Literal["unknown"]
 Engine = Literal["sglang", "trtllm", "vllm", "other"]
@@ -24,16 +29,18 @@ Phase = Literal["prefill", "decode", "end-to-end"]
 WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
 
-M = TypeVar("M", bound=BaseModel)
+MAX_INSTANCES = 10_000  # per pool; the simulator runs one process per instance
+MAX_GPUS_PER_INSTANCE = 4096  # 7x the largest NVLink domain announced (NVL576)
+MAX_GPUS = 100_000  # a deployment: the largest published training clusters are ~100k GPUs
+MAX_PREFILL_CHUNKS = 4096  # isl / max_prefill_tokens: the estimator prices every chunk
 
 
-class ScenarioError(PlannerError):
-    """A scenario or anchor file that does not validate."""
+class PoolSpec(InputModel):
+    """One pool: `instances` copies of an instance of `gpus_per_instance` GPUs laid out as
+    tp x dp_attention x pp, with experts over `ep` ranks of each pipeline stage."""
 
-
-class PoolSpec(StrictModel):
-    instances: int = Field(default=1, gt=0)
-    gpus_per_instance: int = Field(gt=0)
+    instances: int = Field(default=1, gt=0, le=MAX_INSTANCES)
+    gpus_per_instance: int = Field(gt=0, le=MAX_GPUS_PER_INSTANCE)
     tp: int = Field(default=1, gt=0)
     dp_attention: int = Field(default=1, gt=0)
     ep: int = Field(default=1, gt=0)
@@ -43,8 +50,20 @@ class PoolSpec(StrictModel):
     def gpus(self) -> int:
         return self.instances * self.gpus_per_instance
 
+    def layout_error(self) -> str | None:
+        """Why tp x dp_attention x pp and ep do not fit gpus_per_instance, or None."""
+        if self.tp * self.dp_attention * self.pp != self.gpus_per_instance:
+            return (
+                f"tp x dp_attention x pp = {self.tp}x{self.dp_attention}x{self.pp} must equal "
+                f"gpus_per_instance = {self.gpus_per_instance}"
+            )
+        stage = self.gpus_per_instance // self.pp
+        if stage % self.ep:
+            return f"ep = {self.ep} must divide the {stage} GPUs of a pipeline stage"
+        return None
 
-class DeploymentSpec(StrictModel):
+
+class DeploymentSpec(InputModel):
     """Pools by role; a role may list several pools of different instance sizes."""
 
     prefill: PoolSpec | list[PoolSpec] | None = None
@@ -61,6 +80,14 @@ class DeploymentSpec(StrictModel):
             raise ValueError("deployment: give either `aggregated` or `prefill`/`decode` pools, not both")
         if not (self.aggregated or self.prefill or self.decode):
             raise ValueError("deployment: needs at least one pool (aggregated, prefill or decode)")
+        for role in ("prefill", "decode", "aggregated"):
+            groups = self.groups(role)
+            for k, pool in enumerate(groups):
+                why = pool.layout_error()
+                if why:
+                    raise ValueError(f"deployment.{role}{f'[{k}]' if len(groups) > 1 else ''}: {why}")
+        if self.gpus > MAX_GPUS:
+            raise ValueError(f"deployment: {self.gpus:,} GPUs in all; at most {MAX_GPUS:,}")
         return self
 
     @property
@@ -68,22 +95,22 @@ class DeploymentSpec(StrictModel):
         return sum(p.gpus for role in ("prefill", "decode", "aggregated") for p in self.groups(role))
 
 
-class PrecisionSpec(StrictModel):
+class PrecisionSpec(InputModel):
     attention: KVFmt | Unknown = "unknown"
     kv_cache: KVFmt | Unknown = "unknown"
     dense: WeightFmt | Unknown = "unknown"
     moe: WeightFmt | Unknown = "unknown"
 
 
-class MTPSpec(StrictModel):
+class MTPSpec(InputModel):
     """Speculative decoding with the model's MTP module. Sources state acceptance two ways:
     `accepted_tokens` is the mean number of accepted DRAFT tokens per step (a step emits
     1 + accepted_tokens); `acceptance_length` is the mean tokens emitted per step, the verified
     token included (acceptance_length = 1 + accepted_tokens). Give at most one of them."""
 
     draft_tokens: int = Field(gt=0, le=8)
-    accepted_tokens: float | Unknown = Field(default="unknown", ge=0)
-    acceptance_length: float | None = Field(default=None, ge=1)
+    accepted_tokens: Annotated[float, Field(ge=0, le=8)] | Unknown = "unknown"
+    acceptance_length: float | None = Field(default=None, ge=1, le=9)
 
     @model_validator(mode="after")
     def _check(self) -> MTPSpec:
@@ -108,13 +135,13 @@ class MTPSpec(StrictModel):
         return None if self.accepted_tokens == "unknown" else float(self.accepted_tokens)
 
 
-class WorkloadSpec(StrictModel):
-    isl: int | Unknown = Field(default="unknown")
-    osl: int | Unknown = Field(default="unknown")
-    concurrency: int | Unknown | None = None
+class WorkloadSpec(InputModel):
+    isl: Annotated[int, Field(le=MAX_TOKENS)] | Unknown = "unknown"
+    osl: Annotated[int, Field(le=MAX_TOKENS)] | Unknown = "unknown"
+    concurrency: Annotated[int, Field(le=MAX_CONCURRENCY)] | Unknown | None = None
     concurrency_scope: Literal["per_gpu", "per_instance", "total"] = "total"
-    request_rate: float | None = None
-    kv_len: float | Unknown | None = None
+    request_rate: float | None = Field(default=None, le=MAX_RATE)
+    kv_len: Annotated[float, Field(le=MAX_TOKENS)] | Unknown | None = None
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
@@ -124,31 +151,38 @@ class WorkloadSpec(StrictModel):
                 raise ValueError(f"workload.{name} must be positive (got {v})")
         if isinstance(self.concurrency, int) and self.request_rate is not None:
             raise ValueError("workload: give concurrency or request_rate, not both")
+        lengths = [v for v in (self.isl, self.osl) if isinstance(v, int)]
+        if sum(lengths) > MAX_TOKENS:
+            raise ValueError(f"workload: isl + osl = {sum(lengths):,} exceeds {MAX_TOKENS:,} tokens, "
+                             "the longest context any model offers")
         return self
 
 
-class SLOSpec(StrictModel):
+class SLOSpec(InputModel):
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
     e2e_ms: float | None = Field(default=None, gt=0)
 
 
-class RuntimeSpec(StrictModel):
+class RuntimeSpec(InputModel):
     cuda_graphs: bool | Unknown = "unknown"
-    comm_overlap: float | Unknown = Field(default="unknown")
-    ep_imbalance: float | None = Field(default=None, ge=1)
-    redundant_experts: int | Unknown = "unknown"
-    mem_fraction: float | Unknown = "unknown"
+    comm_overlap: Annotated[float, Field(ge=0, le=1)] | Unknown = "unknown"  # share of comm hidden
+    ep_imbalance: float | None = Field(default=None, ge=1, le=1000)  # max-rank / mean expert load
+    redundant_experts: Annotated[int, Field(ge=0, le=4096)] | Unknown = "unknown"
+    mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
-    max_prefill_tokens: int | Unknown = "unknown"
+    # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most
+    # MAX_PREFILL_CHUNKS steps (checked against isl in Scenario)
+    max_prefill_tokens: Annotated[int, Field(ge=16, le=MAX_TOKENS)] | Unknown = "unknown"
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
-    elementwise_launches_per_layer: float | None = Field(default=None, ge=0)
-    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
-    step_overhead_us: float | None = Field(default=None, ge=0)
+    elementwise_launches_per_layer: float | None = Field(default=None, ge=0, le=10_000)
+    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
+    step_overhead_us: float | None = Field(default=None, ge=0, le=1e7)
 
 
-class Scenario(StrictModel):
-    name: str = "scenario"
+class Scenario(InputModel):
+    # free text, but printed in rich tables: no markup brackets, no control characters
+    name: str = Field(default="scenario", max_length=200)
     model: str
     hardware: str
     engine: Engine = "sglang"
@@ -161,37 +195,35 @@ class Scenario(StrictModel):
     runtime: RuntimeSpec = RuntimeSpec()
     simulation: SimConfig | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        if re.search(r"[\[\]\x00-\x1f\x7f]", v):
+            raise ValueError("free text without square brackets or control characters")
+        return v
 
-def format_validation_error(exc: ValidationError, where: str) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"] if not str(x).startswith("function-after"))
-        parts.append(f"{where}: {loc or '(top level)'}: {err['msg']}")
-    return "; ".join(parts)
-
-
-def parse_as(model: type[M], data: Any, where: str, what: str) -> M:
-    """Validate a mapping as `model`; bad input is a ScenarioError naming each field."""
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{where}: expected a mapping of {what} fields")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(format_validation_error(exc, where)) from exc
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        w, budget = self.workload, self.runtime.max_prefill_tokens
+        if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
+            raise ValueError(
+                f"runtime.max_prefill_tokens: {budget} splits isl {w.isl} into more than "
+                f"{MAX_PREFILL_CHUNKS} chunks; use at least {-(-w.isl // MAX_PREFILL_CHUNKS)}"
+            )
+        if isinstance(w.concurrency, int) and w.concurrency_scope != "total":
+            per = self.deployment.gpus if w.concurrency_scope == "per_gpu" else max(
+                sum(p.instances for r in ("prefill", "decode", "aggregated") for p in self.deployment.groups(r)), 1
+            )
+            if w.concurrency * per > MAX_CONCURRENCY:
+                raise ValueError(
+                    f"workload.concurrency: {w.concurrency} {w.concurrency_scope} is {w.concurrency * per:,} "
+                    f"requests in flight; at most {MAX_CONCURRENCY:,}"
+                )
+        return self
 
 
 def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
     return parse_as(Scenario, data, where, "scenario")
-
-
-def load_yaml(path: str | Path) -> Any:
-    p = Path(path)
-    try:
-        return yaml.safe_load(p.read_text())
-    except FileNotFoundError as exc:
-        raise ScenarioError(f"file not found: {p}") from exc
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{p}: not valid YAML: {exc}") from exc
 
 
 def load_scenario(path: str | Path) -> Scenario:

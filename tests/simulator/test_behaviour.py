@@ -80,7 +80,7 @@ def test_full_reservation_never_preempts():
 
 
 def test_a_prompt_larger_than_the_kv_pool_is_dropped_not_hung():
-    res = scenario(AGG_LLAMA, {"isl": 10_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
+    res = scenario(AGG_LLAMA, {"isl": 9_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
     _, m = run_simulation(res)
     assert m["requests_dropped"] == 4
 
