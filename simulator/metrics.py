@@ -109,6 +109,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
         "requests_dropped": int(t.dropped.sum()),
+        "requests_dropped_by_reason": _count(t.drop_reason.values()),
         "requests_preempted": int((t.preemptions > 0).sum()),
         "preemptions": int(t.preemptions.sum()),
         "kv_utilization": {
@@ -120,7 +121,15 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "wall_time_s": round(res.wall_time_s, 3),
         "measured_window_s": [round(t0, 4), round(t1, 4)],
         "model_calls": res.model_calls,
+        "notes": list(res.extra.get("notes", [])),
     }
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
 
 
 def write_records(res: SimResult, path: str | Path) -> None:

@@ -5,6 +5,10 @@ instance takes a prefilled one.
 - `least_loaded`: fewest queued prompt tokens (prefill) or fewest running + waiting (decode).
 - `kv_aware`: prefill goes where the longest cached prefix is (Mooncake hash blocks), ties to
   the least loaded; decode goes where the most KV is free.
+
+A deployment may lack either side: with a decode pool only there is no front (the engine hands
+arrivals straight to decode), with a prefill pool only there is no back (requests end at their
+first token). The router never picks from an empty pool.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ class Router:
         self.front = by_role["prefill"] or by_role["aggregated"]
         self.back = by_role["decode"]
         self._rr = [0, 0]
-        assert self.front, "a deployment needs a prefill or aggregated pool"
 
     def _turn(self, pool: list[Instance], slot: int) -> Instance:
         inst = pool[self._rr[slot] % len(pool)]
