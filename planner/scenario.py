@@ -77,17 +77,17 @@ class DeploymentSpec(InputModel):
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
         if self.aggregated and (self.prefill or self.decode):
-            raise ValueError("deployment: give either `aggregated` or `prefill`/`decode` pools, not both")
+            raise ValueError("give either `aggregated` or `prefill`/`decode` pools, not both")
         if not (self.aggregated or self.prefill or self.decode):
-            raise ValueError("deployment: needs at least one pool (aggregated, prefill or decode)")
+            raise ValueError("needs at least one pool (aggregated, prefill or decode)")
         for role in ("prefill", "decode", "aggregated"):
             groups = self.groups(role)
             for k, pool in enumerate(groups):
                 why = pool.layout_error()
                 if why:
-                    raise ValueError(f"deployment.{role}{f'[{k}]' if len(groups) > 1 else ''}: {why}")
+                    raise ValueError(f"{role}{f'[{k}]' if len(groups) > 1 else ''} pool: {why}")
         if self.gpus > MAX_GPUS:
-            raise ValueError(f"deployment: {self.gpus:,} GPUs in all; at most {MAX_GPUS:,}")
+            raise ValueError(f"{self.gpus:,} GPUs in all; at most {MAX_GPUS:,}")
         return self
 
     @property
@@ -150,10 +150,10 @@ class WorkloadSpec(InputModel):
             if isinstance(v, int | float) and not isinstance(v, bool) and v <= 0:
                 raise ValueError(f"workload.{name} must be positive (got {v})")
         if isinstance(self.concurrency, int) and self.request_rate is not None:
-            raise ValueError("workload: give concurrency or request_rate, not both")
+            raise ValueError("give concurrency or request_rate, not both")
         lengths = [v for v in (self.isl, self.osl) if isinstance(v, int)]
         if sum(lengths) > MAX_TOKENS:
-            raise ValueError(f"workload: isl + osl = {sum(lengths):,} exceeds {MAX_TOKENS:,} tokens, "
+            raise ValueError(f"isl + osl = {sum(lengths):,} exceeds {MAX_TOKENS:,} tokens, "
                              "the longest context any model offers")
         return self
 
