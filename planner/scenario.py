@@ -204,6 +204,13 @@ class Scenario(InputModel):
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
+        d = self.deployment
+        need = {"prefill": d.prefill or d.aggregated, "decode": d.decode or d.aggregated,
+                "end-to-end": d.aggregated or (d.prefill and d.decode)}[self.phase]
+        if not need:
+            pools = {"prefill": "a prefill or aggregated pool", "decode": "a decode or aggregated pool",
+                     "end-to-end": "an aggregated pool, or prefill and decode pools"}[self.phase]
+            raise ValueError(f"phase: {self.phase} needs {pools} in deployment")
         w, budget = self.workload, self.runtime.max_prefill_tokens
         if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
             raise ValueError(

@@ -3,7 +3,8 @@ JSONL. Each returns arrival times (s, starting at 0), input and output lengths, 
 prefix-block hashes when present.
 
 A malformed row (a missing field, a non-number, a length that is not positive or beyond
-`MAX_TOKENS`, a timestamp that is not finite) is skipped and listed in `Trace.skipped` as
+`MAX_TOKENS`, a timestamp that is not finite or lies more than `MAX_SPAN_S` from the median
+arrival) is skipped and listed in `Trace.skipped` as
 `file:line: reason`; the rest of the file still runs. A file that cannot be read, lacks the
 format's header, or has no good row raises `TraceError` naming the file (and the first bad line).
 Bytes that are not UTF-8 make their row unreadable, not the file.
@@ -26,6 +27,7 @@ from simulator.config import MAX_TOKENS
 
 FORMATS = ("azure", "splitwise", "mooncake")
 MAX_TIMESTAMP = 1e12  # seconds (~31,700 years): beyond it a timestamp is not a time
+MAX_SPAN_S = 1e7  # ~116 days from the median arrival; the published traces span one hour to one week
 MAX_HASH_BLOCKS = 100_000  # prefix blocks per request: 51M tokens at 512 tokens per block
 
 
@@ -85,7 +87,7 @@ def _csv_row(row: dict[str, Any], cols: tuple[str, str, str], fields: int) -> tu
 
 
 def _csv(path: Path, cols: tuple[str, str, str]) -> Trace:
-    t, i, o, skipped = [], [], [], []
+    t, i, o, ln, skipped = [], [], [], [], []
     with _open(path) as fh:
         reader = csv.DictReader(fh)
         try:
@@ -112,7 +114,8 @@ def _csv(path: Path, cols: tuple[str, str, str]) -> Trace:
             t.append(values[0])
             i.append(values[1])
             o.append(values[2])
-    return _finish(path, t, i, o, None, skipped)
+            ln.append(reader.line_num)
+    return _finish(path, t, i, o, None, skipped, ln)
 
 
 def _mooncake_row(line: str) -> tuple[float, int, int, list[int]]:
@@ -135,7 +138,7 @@ def _mooncake_row(line: str) -> tuple[float, int, int, list[int]]:
 
 
 def _mooncake(path: Path) -> Trace:
-    t, i, o, h, skipped = [], [], [], [], []
+    t, i, o, h, ln, skipped = [], [], [], [], [], []
     with _open(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -149,15 +152,29 @@ def _mooncake(path: Path) -> Trace:
             i.append(row[1])
             o.append(row[2])
             h.append(row[3])
-    return _finish(path, t, i, o, h, skipped)
+            ln.append(lineno)
+    return _finish(path, t, i, o, h, skipped, ln)
 
 
 def _finish(
-    path: Path, t: list[float], i: list[int], o: list[int], h: list[list[int]] | None, skipped: list[str]
+    path: Path,
+    t: list[float],
+    i: list[int],
+    o: list[int],
+    h: list[list[int]] | None,
+    skipped: list[str],
+    lines: list[int],
 ) -> Trace:
-    if not t:
-        raise TraceError(f"{skipped[0]} (and no good row)" if skipped else f"{path}: no requests")
     arr = np.asarray(t, dtype=float)
+    if len(arr):
+        far = np.abs(arr - np.median(arr)) > MAX_SPAN_S
+        skipped += [f"{path}:{lines[k]}: arrives {arr[k] - np.median(arr):.3g} s from the median arrival; "
+                    f"a trace spans at most {MAX_SPAN_S:g} s" for k in np.flatnonzero(far)]
+        keep = np.flatnonzero(~far)
+        arr, i, o = arr[keep], [i[k] for k in keep], [o[k] for k in keep]
+        h = [h[k] for k in keep] if h is not None else None
+    if not len(arr):
+        raise TraceError(f"{skipped[0]} (and no good row)" if skipped else f"{path}: no requests")
     order = np.argsort(arr, kind="stable")
     arr = arr[order] - arr[order][0]
     hashes = [h[k] for k in order] if h is not None else None

@@ -42,7 +42,7 @@ def test_the_shipped_decode_only_example_simulates():
 
 def test_a_prefill_only_pool_ends_each_request_at_its_first_token():
     base = {**DISAGG_H200, "deployment": {"prefill": DISAGG_H200["deployment"]["prefill"]}}
-    res = scenario(base, {"isl": 2000, "osl": 100, "request_rate": 5.0}, {"requests": 60, "seed": 1})
+    res = scenario(base, {"isl": 2000, "osl": 100, "request_rate": 5.0}, {"requests": 60, "seed": 1}, phase="prefill")
     result, m = run_simulation(res)
     _sane(m)
     assert m["requests_completed"] == 60
