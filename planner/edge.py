@@ -156,7 +156,8 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
         ):
             text += f" (got {one_line(repr(got), 40)})"
         name = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in path).lstrip(".")
-        if name or errs[0]["type"] != "value_error":  # a whole-model rule names its fields itself
+        named = errs[0]["type"] == "value_error" and (not name or text.startswith((f"{name}.", f"{name}:")))
+        if not named:  # a rule over several fields names them itself
             text = f"{one_line(name, 80) or '(top level)'}: {text}"
         out.append(text)
     more = f"; and {len(out) - MAX_ERRORS} more" if len(out) > MAX_ERRORS else ""

@@ -85,7 +85,7 @@ class DeploymentSpec(InputModel):
             for k, pool in enumerate(groups):
                 why = pool.layout_error()
                 if why:
-                    raise ValueError(f"{role}{f'[{k}]' if len(groups) > 1 else ''} pool: {why}")
+                    raise ValueError(f"deployment.{role}{f'[{k}]' if len(groups) > 1 else ''}: {why}")
         if self.gpus > MAX_GPUS:
             raise ValueError(f"{self.gpus:,} GPUs in all; at most {MAX_GPUS:,}")
         return self
