@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from planner.edge import ScenarioError, format_validation_error, load_yaml, parse_as
-from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, InputModel, SimConfig
+from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, MIN_RATE, InputModel, SimConfig
 
 __all__ = ["ScenarioError", "format_validation_error", "load_yaml", "parse_as"]
 
@@ -32,7 +32,7 @@ KVFmt = Literal["bf16", "fp8"]
 MAX_INSTANCES = 10_000  # per pool; the simulator runs one process per instance
 MAX_GPUS_PER_INSTANCE = 4096  # 7x the largest NVLink domain announced (NVL576)
 MAX_GPUS = 100_000  # a deployment: the largest published training clusters are ~100k GPUs
-MAX_PREFILL_CHUNKS = 4096  # isl / max_prefill_tokens: the estimator prices every chunk
+MAX_PREFILL_CHUNKS = 128  # isl / max_prefill_tokens: the estimator prices every chunk, 80 times over
 
 
 class PoolSpec(InputModel):
@@ -149,6 +149,9 @@ class WorkloadSpec(InputModel):
             v = getattr(self, name)
             if isinstance(v, int | float) and not isinstance(v, bool) and v <= 0:
                 raise ValueError(f"workload.{name} must be positive (got {v})")
+        if self.request_rate is not None and 0 < self.request_rate < MIN_RATE:
+            raise ValueError(f"workload.request_rate must be at least {MIN_RATE:g} requests/s "
+                             f"(got {self.request_rate:g})")
         if isinstance(self.concurrency, int) and self.request_rate is not None:
             raise ValueError("give concurrency or request_rate, not both")
         lengths = [v for v in (self.isl, self.osl) if isinstance(v, int)]

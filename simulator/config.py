@@ -17,6 +17,7 @@ from roofline.catalog.schema import StrictModel
 MAX_TOKENS = 10_000_000  # tokens in one request: the longest advertised context (Llama 4 Scout) is 10M
 MAX_REQUESTS = 200_000  # requests per run: 2x the largest sim_speed benchmark (100k in ~4 s)
 MAX_RATE = 1e6  # requests/s
+MIN_RATE = 0.01  # requests/s: below one request per 100 s a rate is not a serving load (and rounds to 0 tok/s)
 MAX_CONCURRENCY = 10_000_000  # requests in flight
 MAX_STEPS = 500_000  # default step budget: ~7x the 100k-request benchmark's 69,493 steps
 
@@ -65,7 +66,7 @@ class ArrivalSpec(InputModel):
     `trace` (the trace's own timestamps, divided by `time_scale`)."""
 
     kind: Literal["poisson", "gamma", "constant", "piecewise", "closed", "trace"]
-    rate: float | None = Field(default=None, gt=0, le=MAX_RATE)
+    rate: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
     cv: float | None = Field(default=None, gt=0, le=100)
     schedule: list[list[float]] | None = Field(default=None, max_length=10_000)  # [[start_s, rate], ...]
     concurrency: int | None = Field(default=None, gt=0, le=MAX_CONCURRENCY)
@@ -89,8 +90,9 @@ class ArrivalSpec(InputModel):
             starts = [s for s, _ in self.schedule]
             if not self.schedule or starts != sorted(starts) or starts[0] != 0 or any(r < 0 for _, r in self.schedule):
                 raise ValueError("schedule must start at 0 s, be sorted by time, with non-negative rates")
-            if self.schedule[-1][1] <= 0 or any(r > MAX_RATE for _, r in self.schedule):
-                raise ValueError(f"schedule: the last rate must be positive and every rate at most {MAX_RATE:g}/s")
+            if self.schedule[-1][1] < MIN_RATE or any(r > MAX_RATE for _, r in self.schedule):
+                raise ValueError(f"schedule: the last rate must be at least {MIN_RATE:g}/s and every rate at most "
+                                 f"{MAX_RATE:g}/s")
         return self
 
 
