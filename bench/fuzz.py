@@ -71,6 +71,8 @@ def campaign(n: int, seed: int, kinds: list[str], limit_s: float = 20.0, workers
             handles = [(job, pool.apply_async(_one, (job,))) for job in pending]
             pending = []
             for k, (job, h) in enumerate(handles):
+                if len(rows) % 250 == 0 and rows:
+                    print(f"{len(rows)}/{len(jobs)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
                 try:
                     rows.append(h.get(timeout=4 * limit_s + 60))
                 except mp.TimeoutError:  # stuck outside Python (the alarm never fired): a hang too
