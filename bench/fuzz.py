@@ -72,7 +72,7 @@ def campaign(n: int, seed: int, kinds: list[str], limit_s: float = 20.0, workers
             pending = []
             for k, (job, h) in enumerate(handles):
                 if len(rows) % 250 == 0 and rows:
-                    print(f"{len(rows)}/{len(jobs)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+                    print(f"{len(rows)}/{len(jobs)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
                 try:
                     rows.append(h.get(timeout=4 * limit_s + 60))
                 except mp.TimeoutError:  # stuck outside Python (the alarm never fired): a hang too

@@ -89,6 +89,14 @@ def _quant_format(cfg: dict[str, Any]) -> str:
 
 def model_from_hf_config(cfg: dict[str, Any], model_id: str, source: str = "") -> ModelSpec:
     """Translate one HF config dict; `model_id` becomes the catalog id."""
+    try:
+        return _model(cfg, model_id, source)
+    except ValidationError as exc:  # a value of the right type that the schema refuses (e.g. 0 experts)
+        why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+        raise CatalogError(f"HF config for {model_id!r} is not a valid model: {why}") from exc
+
+
+def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise CatalogError(f"HF config for {model_id!r} must be a JSON object (got {type(cfg).__name__})")
     if isinstance(cfg.get("text_config"), dict):  # Kimi K2.5/K2.6 multimodal wrapper
@@ -166,27 +174,23 @@ def model_from_hf_config(cfg: dict[str, Any], model_id: str, source: str = "") -
             sliding_window=_as_int(window, "sliding_window") if window else None,
             sliding_layers=sliding if window else 0,
         )
-    try:
-        return ModelSpec(
-            id=model_id,
-            name=model_id,
-            hidden_size=hidden,
-            num_layers=layers,
-            vocab_size=_int(cfg, "vocab_size"),
-            attention=attention,
-            dense_layers=dense_layers,
-            dense_intermediate=dense_inter,
-            moe=moe,
-            mtp_layers=_opt_int(cfg, "num_nextn_predict_layers"),
-            hyper_connections=_opt_int(cfg, "hc_mult", 1),
-            sinkhorn_iters=_opt_int(cfg, "hc_sinkhorn_iters"),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            checkpoint_format=_quant_format(cfg),
-            source=source,
-        )
-    except ValidationError as exc:
-        why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
-        raise CatalogError(f"HF config for {model_id!r} is not a valid model: {why}") from exc
+    return ModelSpec(
+        id=model_id,
+        name=model_id,
+        hidden_size=hidden,
+        num_layers=layers,
+        vocab_size=_int(cfg, "vocab_size"),
+        attention=attention,
+        dense_layers=dense_layers,
+        dense_intermediate=dense_inter,
+        moe=moe,
+        mtp_layers=_opt_int(cfg, "num_nextn_predict_layers"),
+        hyper_connections=_opt_int(cfg, "hc_mult", 1),
+        sinkhorn_iters=_opt_int(cfg, "hc_sinkhorn_iters"),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        checkpoint_format=_quant_format(cfg),
+        source=source,
+    )
 
 
 def model_from_hf_file(path: str | Path) -> ModelSpec:
