@@ -76,7 +76,7 @@ class Context:
         self.transfer_s: Callable[[int], float] = lambda i: 0.0
         for p_idx, p in enumerate(pools):
             self._build_pool(p_idx, p, same_domain)
-        self.router = Router(cfg.router, self.by_role)
+        self.router = Router(cfg.router, self.by_role, np.random.default_rng([cfg.seed, 3]))
         self.notes: list[str] = list(wl.notes)
         self.decode_only = not self.router.front
         if not self.by_role["decode"] and not self.by_role["aggregated"]:
