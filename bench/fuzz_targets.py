@@ -114,7 +114,6 @@ def check_summary(m: dict[str, Any], n: int) -> None:
 
 
 def _json(obj: Any) -> None:
-
     json.loads(json_text(obj), parse_constant=lambda c: (_ for _ in ()).throw(Nonsense(f"bare {c} in JSON")))
 
 
@@ -122,7 +121,6 @@ def _json(obj: Any) -> None:
 
 
 def run_scenario(path: Path, action: str) -> None:
-
     s = load_scenario(path)
     res = resolve(s, path.parent)
     if action == "estimate":
@@ -141,7 +139,6 @@ def run_scenario(path: Path, action: str) -> None:
 
 
 def run_anchors(path: Path) -> None:
-
     results, summary = validate_file(path)
     for r in results:
         if r.error is not None:
@@ -154,22 +151,30 @@ def run_anchors(path: Path) -> None:
 
 
 def run_question(path: Path) -> None:
-
     ans = plan(load_question(path), workers=1)
     _json(answer_dict(ans))
 
 
 def run_hf(path: Path) -> None:
-
     m = model_from_hf_file(path)
     for what, v in (("total", total_params(m)), ("active", active_params(m)), ("kv", kv_bytes_per_token(m, "bf16"))):
         if not math.isfinite(v) or v <= 0:
             raise Nonsense(f"{what} params/bytes = {v}")
 
 
-def run_profile(path: Path) -> None:
+class ReadCrash(Exception):
+    """A read error the project's own reader would raise too (attributed to that reader)."""
 
-    data = json.loads(path.read_bytes().decode("utf-8"))
+    def __init__(self, where: str, exc: Exception) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.where, self.kind = where, type(exc).__name__
+
+
+def run_profile(path: Path) -> None:
+    try:  # exactly as calibration/fit.py fit() reads a profile
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ReadCrash("calibration/fit.py fit", exc) from exc
     samples(data, "h200-sxm")
 
 
@@ -211,6 +216,8 @@ def _cli_frame(err: str) -> str:
 
 
 def signature(exc: BaseException) -> str:
+    if isinstance(exc, ReadCrash):
+        return f"{exc.kind} {exc.where}"
     frames = [(f.filename, f.name) for f in traceback.extract_tb(exc.__traceback__)]
     return f"{type(exc).__name__} {_where(frames)}"
 

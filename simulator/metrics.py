@@ -152,6 +152,7 @@ def write_records(res: SimResult, path: str | Path) -> None:
                 "e2e_ms",
                 "preemptions",
                 "dropped",
+                "drop_reason",
                 "decode_instance",
             ]
         )
@@ -171,6 +172,7 @@ def write_records(res: SimResult, path: str | Path) -> None:
                     lat["e2e"][i] * 1e3,
                     t.preemptions[i],
                     bool(t.dropped[i]),
+                    t.drop_reason.get(i, ""),
                     t.decode_instance[i],
                 ]
             )
