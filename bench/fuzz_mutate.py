@@ -180,6 +180,13 @@ def make_case(kind: str, seed: int, index: int) -> Case:
         action = rng.choice(["estimate", "estimate", "simulate", "explain"])
         if kind == "cli":
             action += rng.choice(["", " --json"])
+            if rng.random() < 0.2:  # hostile command-line overrides
+                flags = {
+                    "estimate": ["--concurrency nan", "--concurrency -5", "--concurrency 0", "--concurrency 1e30"],
+                    "simulate": ["--requests 0", "--requests 10000000", "--seed -1", "--seed 99999999999999999999"],
+                    "explain": [""],
+                }[action.split()[0]]
+                action += " " + rng.choice(flags)
         case = _tree_case(kind, index, action, tree, rng, "input.yaml")
         case.mutations.insert(0, name)
         return case
