@@ -19,7 +19,7 @@ MAX_REQUESTS = 200_000  # requests per run: 2x the largest sim_speed benchmark (
 MAX_RATE = 1e6  # requests/s
 MIN_RATE = 0.01  # requests/s: below one request per 100 s a rate is not a serving load (and rounds to 0 tok/s)
 MAX_CONCURRENCY = 10_000_000  # requests in flight
-MAX_STEPS = 2_000_000  # default step budget: 29x the 100k-request benchmark's 69,493 steps; 4-13 s here
+MAX_STEPS = 1_500_000  # default step budget: 22x the 100k-request benchmark's 69,493 steps; 3-10 s here
 
 
 class InputModel(StrictModel):

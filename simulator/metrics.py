@@ -3,6 +3,7 @@ goodput under an SLO, Little's-law check; per-request records and per-step time 
 
 The measured window runs from the arrival of the first request after warm-up to the last
 arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
+A window of no length has no rate: `summarize` raises `SimulationError` rather than divide by it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.engine import SimResult
+from simulator.engine import SimResult, SimulationError
 
 
 def _stats_ms(x: np.ndarray) -> dict[str, float | None]:
@@ -74,8 +75,16 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     span = max(t1 - t0, 1e-12)
     lat = latencies(res)
     m = measured_mask(res)
+    if t1 <= t0:
+        raise SimulationError(
+            f"the measured window [{t0:g}, {t1:g}] s is empty: every measured request arrived and finished "
+            "at the same instant (with a decode pool only and osl 1 there is nothing to decode)"
+        )
     if res.extra.get("warmup_by") == "completion" and m.any():  # the kept requests' tokens over their span
-        out_tok_s = float(t.osl[m].sum() / (np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m])))
+        kept_span = float(np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m]))
+        if kept_span <= 0:
+            raise SimulationError("the measured requests span no time: nothing to measure a rate over")
+        out_tok_s = float(t.osl[m].sum() / kept_span)
     else:  # tokens generated inside the window (first tokens included) over its length
         out = res.extra["out_tokens"]
         in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)

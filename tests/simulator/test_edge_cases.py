@@ -93,3 +93,13 @@ def test_all_arrivals_at_time_zero_keep_a_positive_measured_window(tmp_path):
     res = scenario(AGG_LLAMA, {"isl": 500, "osl": 20, "concurrency": 1}, sim)
     _, m = run_simulation(res)
     _sane(m)
+
+
+def test_a_window_of_no_length_is_an_error_not_an_infinite_rate():
+    """Found by the property tests: a decode pool only with osl 1 has nothing to decode; every
+    request arrives and finishes at t = 0, and the rate over that window was inf (or 1e12)."""
+    base = {**DISAGG_H200, "phase": "decode", "deployment": {"decode": DISAGG_H200["deployment"]["prefill"]}}
+    for warmup_by in ("arrival", "completion"):
+        res = scenario(base, {"isl": 1, "osl": 1, "concurrency": 1}, {"requests": 1, "warmup_by": warmup_by})
+        with pytest.raises(SimulationError, match="nothing to"):
+            run_simulation(res)
