@@ -1,6 +1,7 @@
 """Simulation settings: arrival process, length distributions, trace, router and scheduler knobs.
 
-Strict pydantic models validated at the edge (a scenario's `simulation:` section). They describe
+Strict pydantic models validated at the edge (a scenario's `simulation:` section), and again by
+`SimConfig.checked()` where the simulator takes a config that may have been copied with updates. They describe
 traffic and policies only; deployments come from `roofline.deployment.InstanceSpec`.
 """
 
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from roofline.catalog.schema import StrictModel
+from roofline.errors import PlannerError
 
 # Upper bounds that keep every input physical and every run bounded (each is far above what the
 # shipped examples, anchors and benchmarks use):
@@ -123,3 +125,19 @@ class SimConfig(InputModel):
     # forward steps (all instances together) after which the run stops with an error saying so:
     # a run that long is a mis-specified workload (a queue that never drains), not a measurement
     max_steps: int = Field(default=MAX_STEPS, gt=0, le=100_000_000)
+
+    def checked(self) -> SimConfig:
+        """This config validated again: `model_copy(update=...)` (e.g. a command-line override of
+        `requests` or `seed`) skips validation, and the simulator must never run an invalid one."""
+        try:
+            return SimConfig.model_validate(self.model_dump())
+        except ValidationError as exc:
+            why = "; ".join(
+                f"simulation.{'.'.join(str(x) for x in e['loc'])}: {e['msg'].lower()} (got {e.get('input')!r})"
+                for e in exc.errors()[:3]
+            )
+            raise SimConfigError(why) from exc
+
+
+class SimConfigError(PlannerError):
+    """Simulation settings that do not validate."""

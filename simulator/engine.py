@@ -223,6 +223,7 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> SimResult:
     start = time.process_time()
+    cfg = cfg.checked()
     ctx = Context(pools, wl, cfg, same_domain)
     n = len(wl)
     done = [0]

@@ -110,6 +110,7 @@ def _piecewise(schedule: list[list[float]], n: int, rng: np.random.Generator) ->
 def build_workload(
     cfg: SimConfig, isl: int, osl: int, concurrency: float | None, rate: float | None, base: Path | None = None
 ) -> Workload:
+    cfg = cfg.checked()
     rng = np.random.default_rng(cfg.seed)
     if cfg.trace is not None:
         p = Path(cfg.trace.path)

@@ -103,3 +103,19 @@ def test_a_window_of_no_length_is_an_error_not_an_infinite_rate():
         res = scenario(base, {"isl": 1, "osl": 1, "concurrency": 1}, {"requests": 1, "warmup_by": warmup_by})
         with pytest.raises(SimulationError, match="nothing to"):
             run_simulation(res)
+
+
+@pytest.mark.parametrize(
+    ("flag", "match"),
+    [("--requests=10000000", "simulation.requests"), ("--requests=0", "simulation.requests"), ("--seed=-1", "seed")],
+)
+def test_command_line_overrides_are_validated_before_the_simulator_runs(flag, match):
+    """Found by the fuzz campaign: `simulate --requests 10000000` bypassed the schema (a copy with
+    updates is not validated) and ran for minutes; the simulator now checks its config itself."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    out = CliRunner().invoke(app, ["simulate", str(EXAMPLES / "llama-8b-bursty.yaml"), flag])
+    assert out.exit_code == 2
+    assert match in out.output
