@@ -18,6 +18,7 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -92,10 +93,12 @@ def report(rows: list[Any], n: int, seed: int, kinds: list[str], limit_s: float,
         if outcome in BAD:
             s = sigs.setdefault(sig, {"count": 0, "outcome": outcome, "kind": kind})
             s["count"] += 1
-            example = {"kind": kind, "seed": seed, "index": index, "mutations": mutations, "detail": detail}
+            example = {"kind": kind, "seed": seed, "index": index, "mutations": mutations, "detail": detail,
+                       "action": make_case(kind, seed, index).action}
             s.setdefault("example", example)
     slowest = sorted(rows, key=lambda r: -r[6])[:5]
     return {
+        "commit": _commit(),
         "n": len(rows),
         "requested": n,
         "seed": seed,
@@ -107,6 +110,19 @@ def report(rows: list[Any], n: int, seed: int, kinds: list[str], limit_s: float,
         "signatures": dict(sorted(sigs.items(), key=lambda kv: -kv[1]["count"])),
         "slowest": [{"kind": r[0], "index": r[1], "outcome": r[2], "seconds": round(r[6], 2)} for r in slowest],
     }
+
+
+def _commit() -> str:
+    """The commit the campaign ran on, '+dirty' when the worktree had changes."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=root, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def table(rep: dict[str, Any]) -> str:

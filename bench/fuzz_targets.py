@@ -212,7 +212,9 @@ def _where(frames: list[tuple[str, str]]) -> str:
 
 
 def _cli_frame(err: str) -> str:
-    return _where(re.findall(r'File "([^"]+)", line \d+, in (\w+)', err))
+    plain = re.findall(r'File "([^"]+)", line \d+, in (\w+)', err)  # a plain traceback
+    pretty = re.findall(r"(/[^\s:]+\.py):\d+ in (\w+)", err)  # typer's rich traceback
+    return _where(plain or pretty)
 
 
 def signature(exc: BaseException) -> str:
