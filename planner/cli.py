@@ -7,7 +7,6 @@ traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -18,8 +17,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from planner.defaults import resolve
+from planner.edge import json_text, one_line
 from planner.estimator import estimate as run_estimate
 from planner.explain import explain as run_explain
 from planner.plan import plan as run_plan
@@ -56,7 +57,8 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
         try:
             fn(*args, **kwargs)
         except PlannerError as exc:
-            err.print(f"[red]error:[/red] {exc}")
+            # user text (names, paths, values) is never read as rich markup, and never wrapped
+            err.print(Text.assemble(("error:", "red"), " ", one_line(str(exc), 2000)), soft_wrap=True)
             raise typer.Exit(2) from None
 
     return run
@@ -109,7 +111,7 @@ def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json
     res = resolve(s, base)
     est = run_estimate(res, concurrency)
     if as_json:
-        print(json.dumps(estimate_dict(est), indent=2))
+        print(json_text(estimate_dict(est)))
     else:
         print_estimate(con, title, est)
 
@@ -133,7 +135,7 @@ def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_
     s = load_scenario(scenario)
     x = run_explain(resolve(s, scenario.parent))
     if as_json:
-        print(json.dumps(explanation_dict(x), indent=2))
+        print(json_text(explanation_dict(x)))
     else:
         con.print(f"[bold]{s.name}[/bold]")
         print_explanation(con, x)
@@ -175,7 +177,7 @@ def simulate(
             writer(result, tmp)
             tmp.replace(path)  # never leave a half-written file behind
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         print_simulation(con, s.name, summary)
 
@@ -223,7 +225,7 @@ def validate(
     """Predict every anchor of a file and compare with the published values."""
     results, summary = validate_file(anchors)
     if as_json:
-        print(json.dumps(results_json(results, summary), indent=2))
+        print(json_text(results_json(results, summary)))
     else:
         print_validation(con, results, summary)
 
@@ -282,7 +284,7 @@ def plan(
     q = build_question(fields, slo, load_question(question) if question else None, sim)
     if as_json:
         ans = run_plan(q, workers, ray)
-        print(json.dumps(answer_dict(ans), indent=2, default=str))
+        print(json_text(answer_dict(ans)))
     else:
         with err.status("planning...") as status:
             ans = run_plan(q, workers, ray, progress=status.update)
@@ -320,7 +322,7 @@ def compare(
         fronts = run_compare(model, isl, osl, engine, hws)
     data = compare_dict(fronts, prices)
     if as_json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
     else:
         print_compare(con, data)
     if chart is not None:

@@ -2,21 +2,26 @@
 workload, SLO — validated strictly at the edge.
 
 Any optional field may be `unknown`; `planner.defaults.resolve` fills it from the documented
-engine default and records what it assumed. `load_scenario` turns YAML and pydantic errors
-into `ScenarioError` messages that name the field.
+engine default and records what it assumed. Every number is finite and within a physical range,
+and the cross-field rules that need no catalog lookup are checked here (tp x dp_attention x pp =
+gpus_per_instance, ep divides a stage, accepted <= draft tokens, isl + osl within the longest
+context, concurrency or rate, the prefill budget). `load_scenario` turns file, YAML and pydantic
+errors into one-line `ScenarioError` messages that name the field (see `planner.edge`). Rules
+that need the model (ep <= experts, pp <= layers, KV fit) are checked by `resolve`.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from roofline.catalog.schema import StrictModel
-from roofline.errors import PlannerError
-from simulator.config import SimConfig
+from planner.edge import ScenarioError, format_validation_error, load_yaml, parse_as
+from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, MIN_RATE, InputModel, SimConfig
+
+__all__ = ["ScenarioError", "format_validation_error", "load_yaml", "parse_as"]
 
 Unknown = Literal["unknown"]
 Engine = Literal["sglang", "trtllm", "vllm", "other"]
@@ -24,22 +29,23 @@ Phase = Literal["prefill", "decode", "end-to-end"]
 WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
 
-M = TypeVar("M", bound=BaseModel)
-PosInt = Annotated[int, Field(gt=0)]
-
-
-class ScenarioError(PlannerError):
-    """A scenario or anchor file that does not validate."""
+MAX_INSTANCES = 10_000  # per pool; the simulator runs one process per instance
+MAX_GPUS_PER_INSTANCE = 4096  # 7x the largest NVLink domain announced (NVL576)
+MAX_GPUS = 100_000  # a deployment: the largest published training clusters are ~100k GPUs
+MAX_PREFILL_CHUNKS = 128  # isl / max_prefill_tokens: the estimator prices every chunk, 80 times over
 
 
 LAYOUT_FIELDS = ("instances", "gpus_per_instance", "tp", "dp_attention", "ep", "pp")
+PosInt = Annotated[int, Field(gt=0)]
 
 
-class PoolSpec(StrictModel):
-    """One pool's layout; any field may be `unknown` (the planner then searches it)."""
+class PoolSpec(InputModel):
+    """One pool: `instances` copies of an instance of `gpus_per_instance` GPUs laid out as
+    tp x dp_attention x pp, with experts over `ep` ranks of each pipeline stage. Any field may be
+    `unknown` (the planner then searches it, `planner.unknowns`)."""
 
-    instances: PosInt | Unknown = 1
-    gpus_per_instance: PosInt | Unknown = "unknown"
+    instances: Annotated[int, Field(gt=0, le=MAX_INSTANCES)] | Unknown = 1
+    gpus_per_instance: Annotated[int, Field(gt=0, le=MAX_GPUS_PER_INSTANCE)] | Unknown = "unknown"
     tp: PosInt | Unknown = 1
     dp_attention: PosInt | Unknown = 1
     ep: PosInt | Unknown = 1
@@ -58,8 +64,21 @@ class PoolSpec(StrictModel):
         assert isinstance(self.gpus_per_instance, int)
         return self.instances * self.gpus_per_instance
 
+    def layout_error(self) -> str | None:
+        """Why the stated tp x dp_attention x pp and ep do not fit gpus_per_instance, or None."""
+        tp, dp, pp, ep, g = self.tp, self.dp_attention, self.pp, self.ep, self.gpus_per_instance
+        if not all(isinstance(v, int) for v in (tp, dp, pp, g)):
+            return None
+        assert isinstance(tp, int) and isinstance(dp, int) and isinstance(pp, int) and isinstance(g, int)  # noqa: PT018
+        if tp * dp * pp != g:
+            return f"tp x dp_attention x pp = {tp}x{dp}x{pp} must equal gpus_per_instance = {g}"
+        stage = g // pp
+        if isinstance(ep, int) and stage % ep:
+            return f"ep = {ep} must divide the {stage} GPUs of a pipeline stage"
+        return None
 
-class DeploymentSpec(StrictModel):
+
+class DeploymentSpec(InputModel):
     """Pools by role; a role may list several pools of different instance sizes, or be `unknown`
     (present, layout not stated). No pools at all means the whole deployment is unknown; `gpus`
     states the total GPU count when the layout is not stated."""
@@ -67,7 +86,7 @@ class DeploymentSpec(StrictModel):
     prefill: PoolSpec | list[PoolSpec] | Unknown | None = None
     decode: PoolSpec | list[PoolSpec] | Unknown | None = None
     aggregated: PoolSpec | list[PoolSpec] | Unknown | None = None
-    gpus: int | None = Field(default=None, gt=0)
+    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] | None = None
 
     def groups(self, role: str) -> list[PoolSpec]:
         v = getattr(self, role)
@@ -81,14 +100,25 @@ class DeploymentSpec(StrictModel):
     @property
     def known(self) -> bool:
         roles = [r for r in ("prefill", "decode", "aggregated") if self.present(r)]
-        return bool(roles) and all(getattr(self, r) != "unknown" for r in roles) and all(
-            p.known for r in roles for p in self.groups(r)
+        return (
+            bool(roles)
+            and all(getattr(self, r) != "unknown" for r in roles)
+            and all(p.known for r in roles for p in self.groups(r))
         )
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
         if self.present("aggregated") and (self.present("prefill") or self.present("decode")):
-            raise ValueError("deployment: give either `aggregated` or `prefill`/`decode` pools, not both")
+            raise ValueError("give either `aggregated` or `prefill`/`decode` pools, not both")
+        for role in ("prefill", "decode", "aggregated"):
+            groups = self.groups(role)
+            for k, pool in enumerate(groups):
+                why = pool.layout_error()
+                if why:
+                    raise ValueError(f"deployment.{role}{f'[{k}]' if len(groups) > 1 else ''}: {why}")
+        total = self.total_gpus
+        if total is not None and total > MAX_GPUS:
+            raise ValueError(f"{total:,} GPUs in all; at most {MAX_GPUS:,}")
         return self
 
     @property
@@ -99,36 +129,41 @@ class DeploymentSpec(StrictModel):
         return self.gpus
 
 
-class PrecisionSpec(StrictModel):
+class PrecisionSpec(InputModel):
     attention: KVFmt | Unknown = "unknown"
     kv_cache: KVFmt | Unknown = "unknown"
     dense: WeightFmt | Unknown = "unknown"
     moe: WeightFmt | Unknown = "unknown"
 
 
-class MTPSpec(StrictModel):
+class MTPSpec(InputModel):
     """Speculative decoding with the model's MTP module. Sources state acceptance two ways:
     `accepted_tokens` is the mean number of accepted DRAFT tokens per step (a step emits
     1 + accepted_tokens); `acceptance_length` is the mean tokens emitted per step, the verified
     token included (acceptance_length = 1 + accepted_tokens). Give at most one of them."""
 
     draft_tokens: int = Field(gt=0, le=8)
-    accepted_tokens: Annotated[float, Field(ge=0)] | Unknown = "unknown"
-    acceptance_length: float | None = Field(default=None, ge=1)
+    accepted_tokens: Annotated[float, Field(ge=0, le=8)] | Unknown = "unknown"
+    acceptance_length: float | None = Field(default=None, ge=1, le=9)
 
     @model_validator(mode="after")
     def _check(self) -> MTPSpec:
         if self.acceptance_length is not None:
             if self.accepted_tokens != "unknown":
-                raise ValueError("give accepted_tokens (drafts accepted per step) or acceptance_length "
-                                 "(tokens per step, verified token included), not both")
+                raise ValueError(
+                    "give accepted_tokens (drafts accepted per step) or acceptance_length "
+                    "(tokens per step, verified token included), not both"
+                )
             if self.acceptance_length > self.draft_tokens + 1:
-                raise ValueError(f"acceptance_length {self.acceptance_length:g} exceeds draft_tokens + 1 = "
-                                 f"{self.draft_tokens + 1}")
+                raise ValueError(
+                    f"acceptance_length {self.acceptance_length:g} exceeds draft_tokens + 1 = {self.draft_tokens + 1}"
+                )
         elif self.accepted_tokens != "unknown" and self.accepted_tokens > self.draft_tokens:
-            raise ValueError(f"accepted_tokens {self.accepted_tokens:g} exceeds draft_tokens {self.draft_tokens} "
-                             "(accepted_tokens counts accepted drafts; a published 'acceptance length' "
-                             "goes in acceptance_length)")
+            raise ValueError(
+                f"accepted_tokens {self.accepted_tokens:g} exceeds draft_tokens {self.draft_tokens} "
+                "(accepted_tokens counts accepted drafts; a published 'acceptance length' "
+                "goes in acceptance_length)"
+            )
         return self
 
     @property
@@ -139,13 +174,13 @@ class MTPSpec(StrictModel):
         return None if self.accepted_tokens == "unknown" else float(self.accepted_tokens)
 
 
-class WorkloadSpec(StrictModel):
-    isl: int | Unknown = Field(default="unknown")
-    osl: int | Unknown = Field(default="unknown")
-    concurrency: int | Unknown | None = None
+class WorkloadSpec(InputModel):
+    isl: Annotated[int, Field(le=MAX_TOKENS)] | Unknown = "unknown"
+    osl: Annotated[int, Field(le=MAX_TOKENS)] | Unknown = "unknown"
+    concurrency: Annotated[int, Field(le=MAX_CONCURRENCY)] | Unknown | None = None
     concurrency_scope: Literal["per_gpu", "per_instance", "total"] = "total"
-    request_rate: float | None = None
-    kv_len: float | Unknown | None = None
+    request_rate: float | None = Field(default=None, le=MAX_RATE)
+    kv_len: Annotated[float, Field(le=MAX_TOKENS)] | Unknown | None = None
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
@@ -153,32 +188,43 @@ class WorkloadSpec(StrictModel):
             v = getattr(self, name)
             if isinstance(v, int | float) and not isinstance(v, bool) and v <= 0:
                 raise ValueError(f"workload.{name} must be positive (got {v})")
+        if self.request_rate is not None and 0 < self.request_rate < MIN_RATE:
+            raise ValueError(
+                f"workload.request_rate must be at least {MIN_RATE:g} requests/s (got {self.request_rate:g})"
+            )
         if isinstance(self.concurrency, int) and self.request_rate is not None:
-            raise ValueError("workload: give concurrency or request_rate, not both")
+            raise ValueError("give concurrency or request_rate, not both")
+        lengths = [v for v in (self.isl, self.osl) if isinstance(v, int)]
+        if sum(lengths) > MAX_TOKENS:
+            raise ValueError(
+                f"isl + osl = {sum(lengths):,} exceeds {MAX_TOKENS:,} tokens, the longest context any model offers"
+            )
         return self
 
 
-class SLOSpec(StrictModel):
+class SLOSpec(InputModel):
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
     e2e_ms: float | None = Field(default=None, gt=0)
 
 
-class RuntimeSpec(StrictModel):
+class RuntimeSpec(InputModel):
     cuda_graphs: bool | Unknown = "unknown"
-    comm_overlap: float | Unknown = Field(default="unknown")
-    ep_imbalance: float | None = Field(default=None, ge=1)
-    redundant_experts: int | Unknown = "unknown"
-    mem_fraction: float | Unknown = "unknown"
+    comm_overlap: Annotated[float, Field(ge=0, le=1)] | Unknown = "unknown"  # share of comm hidden
+    ep_imbalance: float | None = Field(default=None, ge=1, le=1000)  # max-rank / mean expert load
+    redundant_experts: Annotated[int, Field(ge=0, le=4096)] | Unknown = "unknown"
+    mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
-    max_prefill_tokens: int | Unknown = "unknown"
+    # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most
+    # MAX_PREFILL_CHUNKS steps (checked against isl in Scenario)
+    max_prefill_tokens: Annotated[int, Field(ge=16, le=MAX_TOKENS)] | Unknown = "unknown"
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
-    elementwise_launches_per_layer: float | None = Field(default=None, ge=0)
-    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
-    step_overhead_us: float | None = Field(default=None, ge=0)
+    elementwise_launches_per_layer: float | None = Field(default=None, ge=0, le=10_000)
+    elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
+    step_overhead_us: float | None = Field(default=None, ge=0, le=1e7)
 
 
-class Scenario(StrictModel):
+class Scenario(InputModel):
     """A deployment under a workload. `deployment: unknown` (or absent) and any unknown field are
     searched by `planner.unknowns.resolve_any`; `planner.defaults.resolve` needs them stated."""
 
@@ -189,7 +235,8 @@ class Scenario(StrictModel):
             return {**data, "deployment": {}}
         return data
 
-    name: str = "scenario"
+    # free text, but printed in rich tables: no markup brackets, no control characters
+    name: str = Field(default="scenario", max_length=200)
     model: str
     hardware: str
     engine: Engine | Unknown = "sglang"
@@ -202,37 +249,50 @@ class Scenario(StrictModel):
     runtime: RuntimeSpec = RuntimeSpec()
     simulation: SimConfig | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        if re.search(r"[\[\]\x00-\x1f\x7f]", v):
+            raise ValueError("free text without square brackets or control characters")
+        return v
 
-def format_validation_error(exc: ValidationError, where: str) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"] if not str(x).startswith("function-after"))
-        parts.append(f"{where}: {loc or '(top level)'}: {err['msg']}")
-    return "; ".join(parts)
-
-
-def parse_as(model: type[M], data: Any, where: str, what: str) -> M:
-    """Validate a mapping as `model`; bad input is a ScenarioError naming each field."""
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{where}: expected a mapping of {what} fields")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(format_validation_error(exc, where)) from exc
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        d = self.deployment
+        has = d.present
+        need = {
+            "prefill": has("prefill") or has("aggregated"),
+            "decode": has("decode") or has("aggregated"),
+            "end-to-end": has("aggregated") or (has("prefill") and has("decode")),
+        }[self.phase]
+        unstated = not any(has(r) for r in ("prefill", "decode", "aggregated"))  # searched as a whole
+        if not need and not unstated:
+            pools = {
+                "prefill": "a prefill or aggregated pool",
+                "decode": "a decode or aggregated pool",
+                "end-to-end": "an aggregated pool, or prefill and decode pools",
+            }[self.phase]
+            raise ValueError(f"phase: {self.phase} needs {pools} in deployment")
+        w, budget = self.workload, self.runtime.max_prefill_tokens
+        if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
+            raise ValueError(
+                f"runtime.max_prefill_tokens: {budget} splits isl {w.isl} into more than "
+                f"{MAX_PREFILL_CHUNKS} chunks; use at least {-(-w.isl // MAX_PREFILL_CHUNKS)}"
+            )
+        if isinstance(w.concurrency, int) and w.concurrency_scope != "total":
+            counts = [p.instances for r in ("prefill", "decode", "aggregated") for p in d.groups(r)]
+            per_gpu = d.total_gpus or 1  # unknown GPU count: checked once the layout is searched
+            per = per_gpu if w.concurrency_scope == "per_gpu" else max(sum(c for c in counts if isinstance(c, int)), 1)
+            if w.concurrency * per > MAX_CONCURRENCY:
+                raise ValueError(
+                    f"workload.concurrency: {w.concurrency} {w.concurrency_scope} is {w.concurrency * per:,} "
+                    f"requests in flight; at most {MAX_CONCURRENCY:,}"
+                )
+        return self
 
 
 def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
     return parse_as(Scenario, data, where, "scenario")
-
-
-def load_yaml(path: str | Path) -> Any:
-    p = Path(path)
-    try:
-        return yaml.safe_load(p.read_text())
-    except FileNotFoundError as exc:
-        raise ScenarioError(f"file not found: {p}") from exc
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{p}: not valid YAML: {exc}") from exc
 
 
 def load_scenario(path: str | Path) -> Scenario:

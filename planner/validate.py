@@ -1,24 +1,28 @@
 """`planner validate`: predict every anchor of a file (format: shared/validation/README.md) and
 compare with the published value.
 
-Each anchor is parsed, resolved and predicted on its own: a bad anchor becomes a row with
-`predicted: null` and its reason, never a crash of the whole file. The method is `estimate`
-(the steady-state estimator) for prefill and decode anchors, kernel-share metrics and
+Each anchor is parsed, resolved and predicted on its own: a bad anchor (a wrong type, a NaN or
+infinite value, a setting the model cannot run, a prediction that is not a finite number)
+becomes a row with `predicted: null` and its reason in one line, never a crash of the whole
+file. The method is `estimate` (the steady-state estimator) for prefill and decode anchors, kernel-share metrics and
 `max_users_at_slo` (a search over concurrency); end-to-end latency and throughput anchors are
 simulated (closed loop at the anchor's concurrency) and say `simulate`.
 """
 
 from __future__ import annotations
 
+import datetime
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from planner.benchmarks import client_config
 from planner.defaults import Resolved
+from planner.edge import format_validation_error, one_line
 from planner.estimator import estimate, max_users_at_slo
 from planner.metrics import Metrics
 from planner.scenario import Scenario, ScenarioError, load_yaml, parse_as
@@ -46,13 +50,13 @@ class Anchor(Scenario):
     id: str = Field(pattern=r"^[a-z0-9-]+$")
     source: str = ""
     metric: Metric
-    value: float
+    value: float = Field(gt=0)  # every metric is a positive rate, time, count or share
     unit: str = ""
-    tolerance: float = Field(default=0.15, gt=0)
+    tolerance: float = Field(default=0.15, gt=0, le=10)
     notes: str = ""
     # provenance of published anchors (validation/public/): where and when, the words quoted
     url: str = ""
-    date: str = ""
+    date: str | datetime.date = ""  # YAML reads an unquoted 2025-01-31 as a date
     quote: str = ""
     derived: bool = False  # the value was computed from quoted numbers (the derivation is in notes)
 
@@ -91,20 +95,40 @@ def metric_value(metric: str, est: Metrics) -> float:
     return float(v)
 
 
+def _number(v: Any) -> float | None:
+    """A finite real number from raw input, else None (for rows of anchors that did not parse)."""
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
+
+
 def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
-    aid = raw.get("id", "?") if isinstance(raw, dict) else "?"
-    metric = raw.get("metric", "?") if isinstance(raw, dict) else "?"
-    published = raw.get("value") if isinstance(raw, dict) else None
-    tol = raw.get("tolerance", 0.15) if isinstance(raw, dict) else 0.15
+    d = raw if isinstance(raw, dict) else {}
+    aid = one_line(str(d.get("id", "?")), 80)
+    metric = one_line(str(d.get("metric", "?")), 60)
+    published = _number(d.get("value"))
+    tol = _number(d.get("tolerance")) or 0.15
     try:
         a, notes = _benchmark_reading(parse_as(Anchor, raw, f"anchor {aid}", "anchor"))
         predicted, method, assumed = _predict(a, base_dir)
+    except ValidationError as exc:  # a derived setting (e.g. the MTP config) that does not validate
+        return AnchorResult(
+            aid,
+            metric,
+            published,
+            None,
+            None,
+            False,
+            "estimate",
+            [],
+            format_validation_error(exc, f"anchor {aid}"),
+            tol,
+        )
     except PlannerError as exc:
-        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], str(exc), tol)
-    res_assumed = [*notes, *assumed]
-    rel = (predicted - a.value) / a.value if a.value else None
-    ok = rel is not None and abs(rel) <= a.tolerance
-    return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, res_assumed, None, a.tolerance)
+        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], one_line(str(exc), 600), tol)
+    rel = (predicted - a.value) / a.value
+    ok = abs(rel) <= a.tolerance
+    return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, [*notes, *assumed], None, a.tolerance)
 
 
 def _benchmark_reading(a: Anchor) -> tuple[Anchor, list[str]]:
@@ -122,7 +146,14 @@ def _benchmark_reading(a: Anchor) -> tuple[Anchor, list[str]]:
 
 
 def _predict(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
-    """(predicted value, method, assumed) for one parsed anchor."""
+    """(predicted value, method, assumed) for one parsed anchor; a non-finite prediction is an error."""
+    value, method, assumed = _predict_any(a, base_dir)
+    if not math.isfinite(value):
+        raise PlannerError(f"anchor {a.id}: the prediction of {a.metric} is not a finite number ({value})")
+    return value, method, assumed
+
+
+def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
     slo_bound = a.metric in THROUGHPUT_METRICS and a.slo is not None and a.phase == "end-to-end"
     if slo_bound and not a.deployment.known:
         assert a.slo is not None

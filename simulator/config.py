@@ -1,6 +1,7 @@
 """Simulation settings: arrival process, length distributions, trace, router and scheduler knobs.
 
-Strict pydantic models validated at the edge (a scenario's `simulation:` section). They describe
+Strict pydantic models validated at the edge (a scenario's `simulation:` section), and again by
+`SimConfig.checked()` where the simulator takes a config that may have been copied with updates. They describe
 traffic and policies only; deployments come from `roofline.deployment.InstanceSpec`.
 """
 
@@ -8,22 +9,38 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from roofline.catalog.schema import StrictModel
+from roofline.errors import PlannerError
+
+# Upper bounds that keep every input physical and every run bounded (each is far above what the
+# shipped examples, anchors and benchmarks use):
+MAX_TOKENS = 10_000_000  # tokens in one request: the longest advertised context (Llama 4 Scout) is 10M
+MAX_REQUESTS = 200_000  # requests per run: 2x the largest sim_speed benchmark (100k in ~4 s)
+MAX_RATE = 1e6  # requests/s
+MIN_RATE = 0.01  # requests/s: below one request per 100 s a rate is not a serving load (and rounds to 0 tok/s)
+MAX_CONCURRENCY = 10_000_000  # requests in flight
+MAX_STEPS = 1_500_000  # default step budget: 22x the 100k-request benchmark's 69,493 steps; 3-10 s here
 
 
-class LengthDist(StrictModel):
+class InputModel(StrictModel):
+    """A strict model for user input: NaN and infinities are refused like any other bad value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class LengthDist(InputModel):
     """Token-length distribution. `fixed`: value; `uniform`: [min, max]; `normal`: mean, std;
     `lognormal`: mean (of the lengths) and sigma (shape); `empirical`: resample a trace column."""
 
     kind: Literal["fixed", "uniform", "normal", "lognormal", "empirical"]
-    value: int | None = Field(default=None, gt=0)
-    min: int | None = Field(default=None, gt=0)
-    max: int | None = Field(default=None, gt=0)
-    mean: float | None = Field(default=None, gt=0)
-    std: float | None = Field(default=None, ge=0)
-    sigma: float | None = Field(default=None, gt=0)
+    value: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    min: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    max: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    mean: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    sigma: float | None = Field(default=None, gt=0, le=3)  # lognormal shape; 3 already spans 1e4x
     trace: str | None = None
     format: Literal["azure", "splitwise", "mooncake"] = "splitwise"
     column: Literal["input", "output"] | None = None  # empirical: default is the field it fills
@@ -45,16 +62,16 @@ class LengthDist(StrictModel):
         return self
 
 
-class ArrivalSpec(StrictModel):
+class ArrivalSpec(InputModel):
     """`poisson` (rate), `gamma` (rate and cv: bursty when cv > 1), `constant` (rate), `piecewise`
     (schedule of [start_s, rate] pairs), `closed` (concurrency: a new request when one finishes),
     `trace` (the trace's own timestamps, divided by `time_scale`)."""
 
     kind: Literal["poisson", "gamma", "constant", "piecewise", "closed", "trace"]
-    rate: float | None = Field(default=None, gt=0)
-    cv: float | None = Field(default=None, gt=0)
-    schedule: list[list[float]] | None = None  # [[start_s, rate], ...]
-    concurrency: int | None = Field(default=None, gt=0)
+    rate: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)
+    cv: float | None = Field(default=None, gt=0, le=100)
+    schedule: list[list[float]] | None = Field(default=None, max_length=10_000)  # [[start_s, rate], ...]
+    concurrency: int | None = Field(default=None, gt=0, le=MAX_CONCURRENCY)
 
     @model_validator(mode="after")
     def _check(self) -> ArrivalSpec:
@@ -75,30 +92,52 @@ class ArrivalSpec(StrictModel):
             starts = [s for s, _ in self.schedule]
             if not self.schedule or starts != sorted(starts) or starts[0] != 0 or any(r < 0 for _, r in self.schedule):
                 raise ValueError("schedule must start at 0 s, be sorted by time, with non-negative rates")
+            if self.schedule[-1][1] < MIN_RATE or any(r > MAX_RATE for _, r in self.schedule):
+                raise ValueError(f"schedule: the last rate must be at least {MIN_RATE:g}/s and every rate at most "
+                                 f"{MAX_RATE:g}/s")
         return self
 
 
-class TraceSpec(StrictModel):
+class TraceSpec(InputModel):
     path: str
     format: Literal["azure", "splitwise", "mooncake"]
-    time_scale: float = Field(default=1.0, gt=0)  # >1 replays faster
+    time_scale: float = Field(default=1.0, ge=1e-6, le=1e6)  # >1 replays faster
 
 
-class SimConfig(StrictModel):
-    requests: int = Field(default=2000, gt=0)
-    seed: int = 0
+class SimConfig(InputModel):
+    requests: int = Field(default=2000, gt=0, le=MAX_REQUESTS)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
     arrival: ArrivalSpec | None = None  # None: closed loop at the workload's concurrency, else Poisson
     input_len: LengthDist | None = None  # None: fixed at the workload's isl
     output_len: LengthDist | None = None
     trace: TraceSpec | None = None
     router: Literal["round_robin", "least_loaded", "kv_aware"] = "least_loaded"
-    max_running_requests: int | None = Field(default=None, gt=0)
+    max_running_requests: int | None = Field(default=None, gt=0, le=MAX_CONCURRENCY)
     prefix_cache_hit_rate: float = Field(default=0.0, ge=0, lt=1)
-    prefix_block_tokens: int = Field(default=512, gt=0)  # Mooncake hash_ids cover 512-token blocks
+    prefix_block_tokens: int = Field(default=512, gt=0, le=MAX_TOKENS)  # Mooncake hash_ids cover 512-token blocks
     warmup_fraction: float = Field(default=0.1, ge=0, lt=1)
-    closed_loop_ramp_s: float | None = Field(default=None, ge=0)  # clients start spread over this
+    closed_loop_ramp_s: float | None = Field(default=None, ge=0, le=1e7)  # clients start spread over this
     # "completion": measure like a benchmark that drops the first `warmup_fraction` of completions and
     # divides the kept requests' tokens by their span (runtime.engine does); "arrival": a steady window
     warmup_by: Literal["arrival", "completion"] = "arrival"
     ep_imbalance_noise: bool = True  # draw each step's max-rank expert load
     kv_reservation: float = Field(default=1.0, ge=0, le=1)  # share of remaining output reserved at admission
+    # forward steps (all instances together) after which the run stops with an error saying so:
+    # a run that long is a mis-specified workload (a queue that never drains), not a measurement
+    max_steps: int = Field(default=MAX_STEPS, gt=0, le=100_000_000)
+
+    def checked(self) -> SimConfig:
+        """This config validated again: `model_copy(update=...)` (e.g. a command-line override of
+        `requests` or `seed`) skips validation, and the simulator must never run an invalid one."""
+        try:
+            return SimConfig.model_validate(self.model_dump())
+        except ValidationError as exc:
+            why = "; ".join(
+                f"simulation.{'.'.join(str(x) for x in e['loc'])}: {e['msg'].lower()} (got {e.get('input')!r})"
+                for e in exc.errors()[:3]
+            )
+            raise SimConfigError(why) from exc
+
+
+class SimConfigError(PlannerError):
+    """Simulation settings that do not validate."""

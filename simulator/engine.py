@@ -4,7 +4,10 @@
 aggregated), a router, the arrival process (open loop from arrival times, or closed loop that
 issues a new request when one finishes), and the KV-transfer hop between prefill and decode.
 It returns the per-request table and the per-step log; `simulator.metrics` summarises them.
-The same seed gives the same result.
+The same seed gives the same result. A deployment may have a decode pool only (prompts arrive
+prefilled, as in a decode benchmark) or a prefill pool only (each request ends at its first
+token). A run stops with `SimulationError` after `cfg.max_steps` forward steps, or when no
+request completes; every request ends finished or dropped with its reason.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import simpy
 
 from roofline.comm import kv_transfer_time
 from roofline.deployment import InstanceSpec
+from roofline.errors import PlannerError
 from roofline.memory import plan_memory
 from simulator.config import SimConfig
 from simulator.instances import AggregatedInstance, DecodeInstance, Instance, PrefillInstance
@@ -28,6 +32,10 @@ from simulator.request import RequestTable
 from simulator.router import Router
 from simulator.stepfn import StepTimer
 from simulator.workload import Workload
+
+
+class SimulationError(PlannerError):
+    """A run that stopped at its step budget, or in which no request could complete."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +76,14 @@ class Context:
         self.transfer_s: Callable[[int], float] = lambda i: 0.0
         for p_idx, p in enumerate(pools):
             self._build_pool(p_idx, p, same_domain)
-        self.router = Router(cfg.router, self.by_role)
+        self.router = Router(cfg.router, self.by_role, np.random.default_rng([cfg.seed, 3]))
+        self.notes: list[str] = list(wl.notes)
+        self.decode_only = not self.router.front
+        if not self.by_role["decode"] and not self.by_role["aggregated"]:
+            self.table.osl[:] = 1
+            self.notes.append("prefill pool only: each request ends at its first token")
+        if self.decode_only:
+            self.notes.append("decode pool only: prompts arrive prefilled (their first token at arrival)")
 
     def _build_pool(self, p_idx: int, p: PoolDef, same_domain: bool) -> None:
         cls = {"prefill": PrefillInstance, "decode": DecodeInstance, "aggregated": AggregatedInstance}[p.role]
@@ -99,6 +114,10 @@ class Context:
     # ---- hand-offs
     def arrive(self, i: int) -> None:
         self.table.on_arrival(i, self.env.now)
+        if self.decode_only:
+            self.table.on_prefill_start(i, self.env.now)
+            self._deliver(i, True)
+            return
         self.router.to_prefill(i, self.table).enqueue_prefill(i, int(self.table.isl[i]))
 
     def cached_tokens(self, inst: Instance, i: int, context: int) -> int:
@@ -154,6 +173,9 @@ class Context:
 
     def preempted(self, inst: Instance, i: int, gen: int) -> None:
         self.table.on_preempted(i, int(self.table.generated[i]) + gen)
+        if self.decode_only:  # the recompute happens outside the simulated deployment
+            inst.enqueue_decode(i)  # type: ignore[attr-defined]
+            return
         target = inst if inst.kind == "aggregated" else self.router.to_prefill(i, self.table)
         target.enqueue_prefill(i, self.table.context(i))
 
@@ -163,8 +185,8 @@ class Context:
             inst.notify()
         self.on_finish(i)
 
-    def drop(self, i: int) -> None:
-        self.table.on_drop(i, self.env.now)
+    def drop(self, i: int, reason: str) -> None:
+        self.table.on_drop(i, self.env.now, reason)
         self.on_finish(i)
 
     def output_tokens(self, tokens: float) -> None:
@@ -175,6 +197,14 @@ class Context:
         kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
         waiting = len(inst.queue) + len(getattr(inst, "waiting", ()))
         self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
+        if len(self.log) > self.cfg.max_steps:
+            t = self.table
+            done = int((~np.isnan(t.finish)).sum())
+            raise SimulationError(
+                f"simulation.max_steps: stopped after {self.cfg.max_steps:,} forward steps at "
+                f"t = {self.env.now:,.1f} s with {done:,} of {len(t):,} requests done; "
+                "use fewer requests or a larger max_steps"
+            )
 
 
 def _open_loop(ctx: Context, arrivals: np.ndarray) -> Generator[Any, Any, None]:
@@ -193,6 +223,7 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> SimResult:
     start = time.process_time()
+    cfg = cfg.checked()
     ctx = Context(pools, wl, cfg, same_domain)
     n = len(wl)
     done = [0]
@@ -216,6 +247,7 @@ def simulate(
     else:
         ctx.env.process(_open_loop(ctx, wl.arrival_s))
     ctx.env.run()
+    _settle(ctx)
     arrivals = ctx.table.arrival
     order = np.sort(arrivals[~np.isnan(arrivals)])
     t0 = float(order[min(int(cfg.warmup_fraction * n), len(order) - 1)])
@@ -236,5 +268,16 @@ def simulate(
             "out_tokens": np.array(ctx.out_tokens, dtype=float).reshape(-1, 2),
             "warmup_by": cfg.warmup_by,
             "warmup_fraction": cfg.warmup_fraction,
+            "notes": ctx.notes,
         },
     )
+
+
+def _settle(ctx: Context) -> None:
+    """Every request ends finished or dropped with a reason; a run where none finished is an error."""
+    t = ctx.table
+    for i in np.flatnonzero(np.isnan(t.finish)):  # nothing left to run them: say so, never hide them
+        t.on_drop(int(i), ctx.env.now, "never scheduled (no instance could take it)")
+    if not (~t.dropped).any():
+        reasons = sorted(set(t.drop_reason.values()))
+        raise SimulationError(f"no request completed: all {len(t):,} were dropped ({'; '.join(reasons)})")

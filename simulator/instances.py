@@ -5,7 +5,8 @@ admit what fits, run one step (its time from the memoized step-cost model), then
 requests whose step it was. Prefill takes whole or chunked prompts up to a token budget;
 decode runs continuous batching with KV-pool admission and preemption by recompute; an
 aggregated instance schedules SGLang-style, a pending prefill batch before the next decode step,
-so prefill stalls the running decodes.
+so prefill stalls the running decodes. A request that could never finish on an instance (its
+prompt plus output exceed the KV pool) is dropped at admission with that reason.
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ from simulator.stepfn import StepTimer
 
 if TYPE_CHECKING:
     from simulator.engine import Context
+
+# Admission refuses a request whose prompt plus output would outgrow the KV pool of an empty
+# instance: admitted, it would be preempted and recomputed forever. Engines rule this out up front:
+# vLLM refuses to start when max_model_len (prompt + output) exceeds the tokens its KV cache holds
+# ("The model's max seq len ... is larger than the maximum number of tokens that can be stored in
+# KV cache").
+NEVER_FITS = "prompt + output exceed the KV pool of one instance"
 
 
 class Instance:
@@ -145,11 +153,12 @@ class DecodeInstance(Instance):
         while self.waiting:
             i = self.waiting[0]
             kv0 = ctx.table.context(i) + 1
-            if not st.fits(kv0, ctx.remaining(i)):
-                if not st.n and kv0 + st.window > st.capacity:
-                    self.waiting.popleft()
-                    ctx.drop(i)
-                    continue
+            remaining = ctx.remaining(i)
+            if kv0 + st.window + remaining > st.capacity:  # can never finish here, even alone
+                self.waiting.popleft()
+                ctx.drop(i, NEVER_FITS)
+                continue
+            if not st.fits(kv0, remaining):
                 break
             self.waiting.popleft()
             ctx.start_decode(self, i, kv0)
@@ -176,14 +185,14 @@ class AggregatedInstance(Instance):
         st, ctx = self.state, self.ctx
         i = entry[0]
         kv0 = ctx.table.context(i) + 1
-        if st.n == 0 and not self.holding and kv0 + st.window > st.capacity:
+        remaining = ctx.remaining(i)
+        if kv0 + st.window + remaining > st.capacity:  # can never finish here, even alone
             self.queue.popleft()
             self.queued_tokens -= entry[1]
-            ctx.drop(i)
+            ctx.drop(i, NEVER_FITS)
             return None
         if st.n + len(self.holding) >= st.max_running:
             return False
-        remaining = ctx.remaining(i)
         if not st.fits(kv0, remaining, self.reserved):
             return False
         committed = kv0 + st.window + st.ratio * remaining

@@ -3,6 +3,7 @@ goodput under an SLO, Little's-law check; per-request records and per-step time 
 
 The measured window runs from the arrival of the first request after warm-up to the last
 arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
+A window of no length has no rate: `summarize` raises `SimulationError` rather than divide by it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.engine import SimResult
+from simulator.engine import SimResult, SimulationError
 
 
 def _stats_ms(x: np.ndarray) -> dict[str, float | None]:
@@ -74,8 +75,16 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     span = max(t1 - t0, 1e-12)
     lat = latencies(res)
     m = measured_mask(res)
+    if t1 <= t0:
+        raise SimulationError(
+            f"the measured window [{t0:g}, {t1:g}] s is empty: every measured request arrived and finished "
+            "at the same instant (with a decode pool only and osl 1 there is nothing to decode)"
+        )
     if res.extra.get("warmup_by") == "completion" and m.any():  # the kept requests' tokens over their span
-        out_tok_s = float(t.osl[m].sum() / (np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m])))
+        kept_span = float(np.nanmax(t.finish[m]) - np.nanmin(t.arrival[m]))
+        if kept_span <= 0:
+            raise SimulationError("the measured requests span no time: nothing to measure a rate over")
+        out_tok_s = float(t.osl[m].sum() / kept_span)
     else:  # tokens generated inside the window (first tokens included) over its length
         out = res.extra["out_tokens"]
         in_win = (out[:, 0] >= t0) & (out[:, 0] <= t1)
@@ -109,6 +118,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
         "requests_dropped": int(t.dropped.sum()),
+        "requests_dropped_by_reason": _count(t.drop_reason.values()),
         "requests_preempted": int((t.preemptions > 0).sum()),
         "preemptions": int(t.preemptions.sum()),
         "kv_utilization": {
@@ -120,7 +130,15 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "wall_time_s": round(res.wall_time_s, 3),
         "measured_window_s": [round(t0, 4), round(t1, 4)],
         "model_calls": res.model_calls,
+        "notes": list(res.extra.get("notes", [])),
     }
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
 
 
 def write_records(res: SimResult, path: str | Path) -> None:
@@ -143,6 +161,7 @@ def write_records(res: SimResult, path: str | Path) -> None:
                 "e2e_ms",
                 "preemptions",
                 "dropped",
+                "drop_reason",
                 "decode_instance",
             ]
         )
@@ -162,6 +181,7 @@ def write_records(res: SimResult, path: str | Path) -> None:
                     lat["e2e"][i] * 1e3,
                     t.preemptions[i],
                     bool(t.dropped[i]),
+                    t.drop_reason.get(i, ""),
                     t.decode_instance[i],
                 ]
             )

@@ -23,6 +23,7 @@ class RequestTable:
         self.cached = np.zeros(n, dtype=np.int64)  # prompt tokens served from the prefix cache
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.dropped = np.zeros(n, dtype=bool)
+        self.drop_reason: dict[int, str] = {}  # why each dropped request was turned away
         self.prefill_instance = np.full(n, -1, dtype=np.int64)
         self.decode_instance = np.full(n, -1, dtype=np.int64)
 
@@ -49,9 +50,10 @@ class RequestTable:
         self.finish[i] = t
         self.generated[i] = self.osl[i]
 
-    def on_drop(self, i: int, t: float) -> None:
+    def on_drop(self, i: int, t: float, reason: str) -> None:
         self.dropped[i] = True
         self.finish[i] = t
+        self.drop_reason[i] = reason
 
     def context(self, i: int) -> int:
         """Tokens a recompute must prefill: the prompt plus what was generated so far."""

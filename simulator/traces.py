@@ -1,21 +1,34 @@
 """Trace readers: the Azure LLM inference CSV, the Splitwise/Vidur processed CSV and the Mooncake
 JSONL. Each returns arrival times (s, starting at 0), input and output lengths, and Mooncake's
-prefix-block hashes when present. A malformed line raises `TraceError` naming file and line.
+prefix-block hashes when present.
+
+A malformed row (a missing field, a non-number, a length that is not positive or beyond
+`MAX_TOKENS`, a timestamp that is not finite or lies more than `MAX_SPAN_S` from the median
+arrival) is skipped and listed in `Trace.skipped` as
+`file:line: reason`; the rest of the file still runs. A file that cannot be read, lacks the
+format's header, or has no good row raises `TraceError` naming the file (and the first bad line).
+Bytes that are not UTF-8 make their row unreadable, not the file.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from roofline.errors import PlannerError
+from simulator.config import MAX_TOKENS
 
 FORMATS = ("azure", "splitwise", "mooncake")
+MAX_TIMESTAMP = 1e12  # seconds (~31,700 years): beyond it a timestamp is not a time
+MAX_SPAN_S = 1e7  # ~116 days from the median arrival; the published traces span one hour to one week
+MAX_HASH_BLOCKS = 100_000  # prefix blocks per request: 51M tokens at 512 tokens per block
 
 
 class TraceError(PlannerError):
@@ -28,76 +41,144 @@ class Trace:
     isl: np.ndarray
     osl: np.ndarray
     hash_ids: list[list[int]] | None = field(default=None)
+    skipped: list[str] = field(default_factory=list)  # "file:line: reason" of each malformed row
 
     def __len__(self) -> int:
         return len(self.arrival_s)
 
 
-def _positive(value: str, what: str, where: str) -> int:
-    try:
-        n = int(float(value))
-    except ValueError as exc:
-        raise TraceError(f"{where}: {what} {value!r} is not a number") from exc
-    if n <= 0:
-        raise TraceError(f"{where}: {what} must be positive (got {n})")
-    return n
+class _BadRow(ValueError):
+    """One malformed row; the reader skips it and records why."""
 
 
-def _timestamp(value: str, where: str) -> float:
+def _positive(value: object, what: str) -> int:
     try:
-        return float(value)
+        x = float(str(value))
     except ValueError:
-        pass
-    try:  # Azure 2023/2024 traces: "2023-11-16 18:15:46.6805900" (7-digit fraction)
-        head, _, frac = value.strip().partition(".")
-        return datetime.fromisoformat(head).timestamp() + (float("0." + frac) if frac else 0.0)
-    except ValueError as exc:
-        raise TraceError(f"{where}: timestamp {value!r} is neither seconds nor an ISO date") from exc
+        raise _BadRow(f"{what} {str(value)[:40]!r} is not a number") from None
+    if not 1 <= x <= MAX_TOKENS:
+        raise _BadRow(f"{what} must be between 1 and {MAX_TOKENS:,} tokens (got {x:g})")
+    return int(x)
+
+
+def _timestamp(value: object, scale: float = 1.0) -> float:
+    text = str(value)
+    try:
+        t = float(text) * scale
+    except ValueError:
+        try:  # Azure 2023/2024 traces: "2023-11-16 18:15:46.6805900" (7-digit fraction)
+            head, _, frac = text.strip().partition(".")
+            t = datetime.fromisoformat(head).timestamp() + (float("0." + frac) if frac else 0.0)
+        except (ValueError, OverflowError, OSError):
+            raise _BadRow(f"timestamp {text[:40]!r} is neither seconds nor an ISO date") from None
+    if not math.isfinite(t) or abs(t) > MAX_TIMESTAMP:
+        raise _BadRow(f"timestamp {text[:40]!r} is not a finite time within {MAX_TIMESTAMP:g} s")
+    return t
+
+
+def _open(path: Path) -> Any:
+    return path.open(newline="", encoding="utf-8", errors="replace")
+
+
+def _csv_row(row: dict[str, Any], cols: tuple[str, str, str], fields: int) -> tuple[float, int, int]:
+    if None in row.values() or None in row:
+        raise _BadRow(f"expected {fields} fields")
+    return _timestamp(row[cols[0]]), _positive(row[cols[1]], cols[1]), _positive(row[cols[2]], cols[2])
 
 
 def _csv(path: Path, cols: tuple[str, str, str]) -> Trace:
-    t, i, o = [], [], []
-    with path.open(newline="") as fh:
+    t, i, o, ln, skipped = [], [], [], [], []
+    with _open(path) as fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in cols if c not in (reader.fieldnames or [])]
+        try:
+            names = reader.fieldnames or []
+        except csv.Error as exc:
+            raise TraceError(f"{path}:1: not a CSV header ({exc})") from exc
+        missing = [c for c in cols if c not in names]
         if missing:
             raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(cols)})")
-        for lineno, row in enumerate(reader, start=2):
-            where = f"{path}:{lineno}"
-            if None in row.values() or None in row:
-                raise TraceError(f"{where}: expected {len(reader.fieldnames or [])} fields")
-            t.append(_timestamp(row[cols[0]], where))
-            i.append(_positive(row[cols[1]], cols[1], where))
-            o.append(_positive(row[cols[2]], cols[2], where))
-    return _finish(path, t, i, o, None)
+        while True:
+            lineno = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                skipped.append(f"{path}:{lineno}: not a CSV row ({exc})")
+                continue
+            try:
+                values = _csv_row(row, cols, len(names))
+            except _BadRow as exc:
+                skipped.append(f"{path}:{reader.line_num}: {exc}")
+                continue
+            t.append(values[0])
+            i.append(values[1])
+            o.append(values[2])
+            ln.append(reader.line_num)
+    return _finish(path, t, i, o, None, skipped, ln)
+
+
+def _mooncake_row(line: str) -> tuple[float, int, int, list[int]]:
+    try:
+        rec = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _BadRow(f"not a JSON record ({str(exc)[:60]})") from None
+    if not isinstance(rec, dict):
+        raise _BadRow("not a Mooncake record (expected a JSON object)")
+    missing = [k for k in ("timestamp", "input_length", "output_length") if k not in rec]
+    if missing:
+        raise _BadRow(f"not a Mooncake record (lacks {', '.join(missing)})")
+    hashes = rec.get("hash_ids", [])
+    if not isinstance(hashes, list) or len(hashes) > MAX_HASH_BLOCKS or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in hashes
+    ):
+        raise _BadRow(f"hash_ids must be a list of at most {MAX_HASH_BLOCKS:,} integers")
+    t = _timestamp(rec["timestamp"], 1e-3)  # Mooncake timestamps are in ms
+    return t, _positive(rec["input_length"], "input_length"), _positive(rec["output_length"], "output_length"), hashes
 
 
 def _mooncake(path: Path) -> Trace:
-    t, i, o, h = [], [], [], []
-    with path.open() as fh:
+    t, i, o, h, ln, skipped = [], [], [], [], [], []
+    with _open(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
-                rec = json.loads(line)
-                t.append(float(rec["timestamp"]) / 1000.0)  # Mooncake timestamps are in ms
-                i.append(_positive(str(rec["input_length"]), "input_length", where))
-                o.append(_positive(str(rec["output_length"]), "output_length", where))
-                h.append([int(x) for x in rec.get("hash_ids", [])])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise TraceError(f"{where}: not a Mooncake record ({exc})") from exc
-    return _finish(path, t, i, o, h)
+                row = _mooncake_row(line)
+            except _BadRow as exc:
+                skipped.append(f"{path}:{lineno}: {exc}")
+                continue
+            t.append(row[0])
+            i.append(row[1])
+            o.append(row[2])
+            h.append(row[3])
+            ln.append(lineno)
+    return _finish(path, t, i, o, h, skipped, ln)
 
 
-def _finish(path: Path, t: list[float], i: list[int], o: list[int], h: list[list[int]] | None) -> Trace:
-    if not t:
-        raise TraceError(f"{path}: no requests")
+def _finish(
+    path: Path,
+    t: list[float],
+    i: list[int],
+    o: list[int],
+    h: list[list[int]] | None,
+    skipped: list[str],
+    lines: list[int],
+) -> Trace:
     arr = np.asarray(t, dtype=float)
+    if len(arr):
+        far = np.abs(arr - np.median(arr)) > MAX_SPAN_S
+        skipped += [f"{path}:{lines[k]}: arrives {arr[k] - np.median(arr):.3g} s from the median arrival; "
+                    f"a trace spans at most {MAX_SPAN_S:g} s" for k in np.flatnonzero(far)]
+        keep = np.flatnonzero(~far)
+        arr, i, o = arr[keep], [i[k] for k in keep], [o[k] for k in keep]
+        h = [h[k] for k in keep] if h is not None else None
+    if not len(arr):
+        raise TraceError(f"{skipped[0]} (and no good row)" if skipped else f"{path}: no requests")
     order = np.argsort(arr, kind="stable")
     arr = arr[order] - arr[order][0]
     hashes = [h[k] for k in order] if h is not None else None
-    return Trace(arr, np.asarray(i, dtype=np.int64)[order], np.asarray(o, dtype=np.int64)[order], hashes)
+    return Trace(arr, np.asarray(i, dtype=np.int64)[order], np.asarray(o, dtype=np.int64)[order], hashes, skipped)
 
 
 def read_trace(path: str | Path, fmt: str) -> Trace:
@@ -106,8 +187,13 @@ def read_trace(path: str | Path, fmt: str) -> Trace:
         raise TraceError(f"trace format {fmt!r} unknown; allowed: {', '.join(FORMATS)}")
     if not p.exists():
         raise TraceError(f"trace file not found: {p}")
-    if fmt == "azure":
-        return _csv(p, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
-    if fmt == "splitwise":
-        return _csv(p, ("arrived_at", "num_prefill_tokens", "num_decode_tokens"))
-    return _mooncake(p)
+    if not p.is_file():
+        raise TraceError(f"trace {p}: not a file")
+    try:
+        if fmt == "azure":
+            return _csv(p, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+        if fmt == "splitwise":
+            return _csv(p, ("arrived_at", "num_prefill_tokens", "num_decode_tokens"))
+        return _mooncake(p)
+    except OSError as exc:
+        raise TraceError(f"trace {p}: cannot be read ({exc.strerror or exc})") from exc

@@ -6,13 +6,13 @@ requests. Traces come from `simulator.traces`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from simulator.config import ArrivalSpec, LengthDist, SimConfig
-from simulator.traces import read_trace
+from simulator.config import MAX_TOKENS, ArrivalSpec, LengthDist, SimConfig
+from simulator.traces import Trace, read_trace
 
 
 @dataclass(slots=True)
@@ -22,14 +22,28 @@ class Workload:
     isl: np.ndarray
     osl: np.ndarray
     hash_ids: list[list[int]] | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. malformed trace rows that were skipped
 
     def __len__(self) -> int:
         return len(self.isl)
 
 
+def skipped_note(t: Trace) -> list[str]:
+    if not t.skipped:
+        return []
+    return [f"trace: skipped {len(t.skipped)} malformed row(s), first {t.skipped[0]}"]
+
+
 def sample_lengths(
-    d: LengthDist, n: int, rng: np.random.Generator, base: Path | None = None, which: str = "input"
+    d: LengthDist,
+    n: int,
+    rng: np.random.Generator,
+    base: Path | None = None,
+    which: str = "input",
+    notes: list[str] | None = None,
 ) -> np.ndarray:
+    """`n` lengths drawn from `d`, clipped to [1, MAX_TOKENS]; trace notes go to `notes`."""
+    notes = [] if notes is None else notes
     if d.kind == "fixed":
         assert d.value is not None
         out = np.full(n, d.value, dtype=float)
@@ -49,9 +63,10 @@ def sample_lengths(
         assert d.trace is not None
         p = Path(d.trace) if base is None or Path(d.trace).is_absolute() else base / d.trace
         t = read_trace(p, d.format)
+        notes.extend(skipped_note(t))
         column = t.isl if (d.column or which) == "input" else t.osl
         out = rng.choice(column, size=n).astype(float)
-    return np.maximum(np.rint(out), 1).astype(np.int64)
+    return np.clip(np.rint(out), 1, MAX_TOKENS).astype(np.int64)  # a long tail stays a length
 
 
 def arrival_times(a: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -95,6 +110,7 @@ def _piecewise(schedule: list[list[float]], n: int, rng: np.random.Generator) ->
 def build_workload(
     cfg: SimConfig, isl: int, osl: int, concurrency: float | None, rate: float | None, base: Path | None = None
 ) -> Workload:
+    cfg = cfg.checked()
     rng = np.random.default_rng(cfg.seed)
     if cfg.trace is not None:
         p = Path(cfg.trace.path)
@@ -106,10 +122,11 @@ def build_workload(
         if cfg.arrival is not None and cfg.arrival.kind != "trace":
             arr = _arrivals(cfg.arrival, n, rng)
         conc = cfg.arrival.concurrency if cfg.arrival and cfg.arrival.kind == "closed" else 0
-        return Workload(None if conc else arr, conc or 0, isls, osls, hashes)
+        return Workload(None if conc else arr, conc or 0, isls, osls, hashes, skipped_note(trace))
     n = cfg.requests
-    isls = sample_lengths(cfg.input_len, n, rng, base) if cfg.input_len else np.full(n, isl, dtype=np.int64)
-    osls = sample_lengths(cfg.output_len, n, rng, base, "output") if cfg.output_len else np.full(n, osl, dtype=np.int64)
+    notes: list[str] = []
+    isls = sample_lengths(cfg.input_len, n, rng, base, "input", notes) if cfg.input_len else np.full(n, isl)
+    osls = sample_lengths(cfg.output_len, n, rng, base, "output", notes) if cfg.output_len else np.full(n, osl)
     spec = cfg.arrival
     if spec is None:
         if rate:
@@ -120,8 +137,8 @@ def build_workload(
         raise ValueError("simulation.arrival: kind `trace` needs simulation.trace")
     if spec.kind == "closed":
         assert spec.concurrency
-        return Workload(None, spec.concurrency, isls, osls)
-    return Workload(_arrivals(spec, n, rng), 0, isls, osls)
+        return Workload(None, spec.concurrency, isls, osls, None, notes)
+    return Workload(_arrivals(spec, n, rng), 0, isls, osls, None, notes)
 
 
 def _arrivals(spec: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray | None:

@@ -2,12 +2,15 @@
 
 Understands the DeepSeek-V3/R1/V3.2/V4, Kimi K2 (incl. `text_config` wrappers), Qwen3-MoE,
 gpt-oss and Llama families. Anything it does not understand is an error naming the missing key;
-it never guesses an architecture.
+it never guesses an architecture. Every value it reads is type-checked (an integer field holding
+a string, a list or 1e300 is an error naming the key), and the file must be UTF-8 JSON of at
+most 4 MiB; every failure is a one-line `CatalogError`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,9 @@ from roofline.catalog.schema import (
 )
 from roofline.errors import CatalogError
 
+MAX_CONFIG_BYTES = 4 << 20  # the largest shipped config.json is under 10 kB
+MAX_INT = 1 << 40  # no dimension, count or rank of a model comes near 1e12
+
 
 def _get(cfg: dict[str, Any], key: str, *alts: str) -> Any:
     for k in (key, *alts):
@@ -31,126 +37,175 @@ def _get(cfg: dict[str, Any], key: str, *alts: str) -> Any:
     raise CatalogError(f"HF config lacks `{key}`" + (f" (or {', '.join(alts)})" if alts else ""))
 
 
+def _as_int(value: Any, key: str) -> int:
+    """An integer config value (integral floats such as 7168.0 accepted) within [0, MAX_INT]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CatalogError(f"HF config `{key}` must be an integer (got {str(value)[:40]!r})")
+    if not 0 <= value <= MAX_INT or value != int(value):
+        raise CatalogError(f"HF config `{key}` must be a whole number in [0, {MAX_INT}] (got {value!r})")
+    return int(value)
+
+
+def _int(cfg: dict[str, Any], key: str, *alts: str) -> int:
+    return _as_int(_get(cfg, key, *alts), key)
+
+
+def _opt_int(cfg: dict[str, Any], key: str, default: int = 0) -> int:
+    v = cfg.get(key)
+    return default if v is None or v == 0 else _as_int(v, key)
+
+
+def _dict(value: Any, key: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CatalogError(f"HF config `{key}` must be a mapping (got {type(value).__name__})")
+    return value
+
+
+def _list(value: Any, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise CatalogError(f"HF config `{key}` must be a list (got {type(value).__name__})")
+    return value
+
+
 def _quant_format(cfg: dict[str, Any]) -> str:
-    q = cfg.get("quantization_config") or {}
+    q = _dict(cfg.get("quantization_config"), "quantization_config")
     if cfg.get("expert_dtype") == "fp4":
         return "fp8 (experts fp4)"
     if q.get("quant_method") == "fp8":
         return "fp8"
     if q.get("quant_method") == "mxfp4":
         return "mxfp4 experts"
-    groups = q.get("config_groups") or {}
+    groups = _dict(q.get("config_groups"), "quantization_config.config_groups")
     for g in groups.values():
-        w = (g or {}).get("weights") or {}
+        w = _dict(_dict(g, "quantization_config.config_groups.*").get("weights"), "config_groups.*.weights")
         if w.get("num_bits") == 4:
             return "nvfp4" if w.get("group_size") == 16 else "w4a16"
-    return str(cfg.get("torch_dtype") or cfg.get("dtype") or "bf16")
+    return str(cfg.get("torch_dtype") or cfg.get("dtype") or "bf16")[:40]
 
 
 def model_from_hf_config(cfg: dict[str, Any], model_id: str, source: str = "") -> ModelSpec:
     """Translate one HF config dict; `model_id` becomes the catalog id."""
+    try:
+        return _model(cfg, model_id, source)
+    except ValidationError as exc:  # a value of the right type that the schema refuses (e.g. 0 experts)
+        why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+        raise CatalogError(f"HF config for {model_id!r} is not a valid model: {why}") from exc
+
+
+def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
+    if not isinstance(cfg, dict):
+        raise CatalogError(f"HF config for {model_id!r} must be a JSON object (got {type(cfg).__name__})")
     if isinstance(cfg.get("text_config"), dict):  # Kimi K2.5/K2.6 multimodal wrapper
         cfg = {**cfg["text_config"], "quantization_config": cfg.get("quantization_config")}
     mtype = str(_get(cfg, "model_type"))
-    hidden = int(_get(cfg, "hidden_size"))
-    layers = int(_get(cfg, "num_hidden_layers"))
-    heads = int(_get(cfg, "num_attention_heads"))
+    hidden = _int(cfg, "hidden_size")
+    layers = _int(cfg, "num_hidden_layers")
+    heads = _int(cfg, "num_attention_heads")
     attention: MLAAttention | CompressedAttention | GQAAttention
     moe: MoE | None = None
-    dense_layers, dense_inter = layers, int(cfg.get("intermediate_size") or 0)
-    n_routed = cfg.get("n_routed_experts") or cfg.get("num_experts") or cfg.get("num_local_experts")
-    if n_routed:
+    dense_layers, dense_inter = layers, _opt_int(cfg, "intermediate_size")
+    routed_key = next((k for k in ("n_routed_experts", "num_experts", "num_local_experts") if cfg.get(k)), None)
+    if routed_key:
         moe = MoE(
-            num_experts=int(n_routed),
-            top_k=int(_get(cfg, "num_experts_per_tok", "experts_per_token")),
-            expert_intermediate=int(_get(cfg, "moe_intermediate_size", "intermediate_size")),
-            num_shared_experts=int(cfg.get("n_shared_experts") or 0),
-            n_group=int(cfg.get("n_group") or 1),
-            topk_group=int(cfg.get("topk_group") or 1),
-            hash_layers=int(cfg.get("num_hash_layers") or 0),
+            num_experts=_int(cfg, routed_key),
+            top_k=_int(cfg, "num_experts_per_tok", "experts_per_token"),
+            expert_intermediate=_int(cfg, "moe_intermediate_size", "intermediate_size"),
+            num_shared_experts=_opt_int(cfg, "n_shared_experts"),
+            n_group=_opt_int(cfg, "n_group", 1),
+            topk_group=_opt_int(cfg, "topk_group", 1),
+            hash_layers=_opt_int(cfg, "num_hash_layers"),
         )
-        dense_layers = int(cfg.get("first_k_dense_replace") or 0)
+        dense_layers = _opt_int(cfg, "first_k_dense_replace")
         if mtype == "qwen3_moe" and cfg.get("mlp_only_layers"):
-            dense_layers = len(cfg["mlp_only_layers"])
+            dense_layers = len(_list(cfg["mlp_only_layers"], "mlp_only_layers"))
         if dense_layers == 0:
             dense_inter = 0
     if "kv_lora_rank" in cfg:
         indexer = None
         if cfg.get("index_topk"):
             indexer = Indexer(
-                num_heads=int(cfg["index_n_heads"]),
-                head_dim=int(cfg["index_head_dim"]),
-                topk=int(cfg["index_topk"]),
+                num_heads=_int(cfg, "index_n_heads"),
+                head_dim=_int(cfg, "index_head_dim"),
+                topk=_int(cfg, "index_topk"),
             )
         attention = MLAAttention(
             num_heads=heads,
-            q_lora_rank=int(cfg.get("q_lora_rank") or 0),
-            kv_lora_rank=int(cfg["kv_lora_rank"]),
-            qk_nope_head_dim=int(_get(cfg, "qk_nope_head_dim")),
-            qk_rope_head_dim=int(_get(cfg, "qk_rope_head_dim")),
-            v_head_dim=int(_get(cfg, "v_head_dim")),
+            q_lora_rank=_opt_int(cfg, "q_lora_rank"),
+            kv_lora_rank=_int(cfg, "kv_lora_rank"),
+            qk_nope_head_dim=_int(cfg, "qk_nope_head_dim"),
+            qk_rope_head_dim=_int(cfg, "qk_rope_head_dim"),
+            v_head_dim=_int(cfg, "v_head_dim"),
             indexer=indexer,
         )
     elif mtype == "deepseek_v4":
-        ratios = cfg["compress_ratios"]
+        ratios = _get(cfg, "compress_ratios")
         if isinstance(ratios, str):
-            ratios = json.loads(ratios)
+            try:
+                ratios = json.loads(ratios)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise CatalogError(f"HF config `compress_ratios` is not a JSON list ({exc})") from exc
         attention = CompressedAttention(
             num_heads=heads,
-            head_dim=int(_get(cfg, "head_dim")),
-            rope_dim=int(_get(cfg, "qk_rope_head_dim")),
-            q_lora_rank=int(_get(cfg, "q_lora_rank")),
-            o_lora_rank=int(_get(cfg, "o_lora_rank")),
-            o_groups=int(_get(cfg, "o_groups")),
-            sliding_window=int(_get(cfg, "sliding_window")),
-            compress_ratios=tuple(int(r) for r in ratios),
+            head_dim=_int(cfg, "head_dim"),
+            rope_dim=_int(cfg, "qk_rope_head_dim"),
+            q_lora_rank=_int(cfg, "q_lora_rank"),
+            o_lora_rank=_int(cfg, "o_lora_rank"),
+            o_groups=_int(cfg, "o_groups"),
+            sliding_window=_int(cfg, "sliding_window"),
+            compress_ratios=tuple(_as_int(r, "compress_ratios") for r in _list(ratios, "compress_ratios")),
             indexer=Indexer(
-                num_heads=int(_get(cfg, "index_n_heads")),
-                head_dim=int(_get(cfg, "index_head_dim")),
-                topk=int(_get(cfg, "index_topk")),
+                num_heads=_int(cfg, "index_n_heads"),
+                head_dim=_int(cfg, "index_head_dim"),
+                topk=_int(cfg, "index_topk"),
             ),
         )
     else:
-        layer_types = cfg.get("layer_types") or []
+        layer_types = _list(cfg.get("layer_types"), "layer_types")
         sliding = sum(1 for t in layer_types if t == "sliding_attention")
         window = cfg.get("sliding_window") if (sliding or cfg.get("use_sliding_window")) else None
         attention = GQAAttention(
             num_heads=heads,
-            num_kv_heads=int(_get(cfg, "num_key_value_heads")),
-            head_dim=int(cfg.get("head_dim") or hidden // heads),
-            sliding_window=int(window) if window else None,
+            num_kv_heads=_int(cfg, "num_key_value_heads"),
+            head_dim=_opt_int(cfg, "head_dim", hidden // max(heads, 1)),
+            sliding_window=_as_int(window, "sliding_window") if window else None,
             sliding_layers=sliding if window else 0,
         )
-    try:
-        return ModelSpec(
-            id=model_id,
-            name=model_id,
-            hidden_size=hidden,
-            num_layers=layers,
-            vocab_size=int(_get(cfg, "vocab_size")),
-            attention=attention,
-            dense_layers=dense_layers,
-            dense_intermediate=dense_inter,
-            moe=moe,
-            mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0),
-            hyper_connections=int(cfg.get("hc_mult") or 1),
-            sinkhorn_iters=int(cfg.get("hc_sinkhorn_iters") or 0),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            checkpoint_format=_quant_format(cfg),
-            source=source,
-        )
-    except ValidationError as exc:
-        raise CatalogError(f"HF config for {model_id!r} is not a valid model: {exc}") from exc
+    return ModelSpec(
+        id=model_id,
+        name=model_id,
+        hidden_size=hidden,
+        num_layers=layers,
+        vocab_size=_int(cfg, "vocab_size"),
+        attention=attention,
+        dense_layers=dense_layers,
+        dense_intermediate=dense_inter,
+        moe=moe,
+        mtp_layers=_opt_int(cfg, "num_nextn_predict_layers"),
+        hyper_connections=_opt_int(cfg, "hc_mult", 1),
+        sinkhorn_iters=_opt_int(cfg, "hc_sinkhorn_iters"),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        checkpoint_format=_quant_format(cfg),
+        source=source,
+    )
 
 
 def model_from_hf_file(path: str | Path) -> ModelSpec:
     p = Path(path)
     try:
-        cfg = json.loads(p.read_text())
-    except FileNotFoundError as exc:
-        raise CatalogError(f"model config file not found: {p}") from exc
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"model config {p} is not valid JSON: {exc}") from exc
+        if not p.is_file():
+            why = "not a file" if p.exists() else "file not found"
+            raise CatalogError(f"model config {p}: {why}")
+        if p.stat().st_size > MAX_CONFIG_BYTES:
+            raise CatalogError(f"model config {p}: larger than {MAX_CONFIG_BYTES >> 20} MiB")
+        cfg = json.loads(p.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: also JSONDecodeError, UnicodeDecodeError, NUL in path
+        raise CatalogError(f"model config {p}: not readable UTF-8 JSON ({' '.join(str(exc).split())[:120]})") from exc
+    except RecursionError as exc:
+        raise CatalogError(f"model config {p}: nested too deeply") from exc
     stem = p.stem.removesuffix("_config").lower().replace("_", "-").replace("--", "-")
     model_id = "".join(c if c.isalnum() or c in ".-" else "-" for c in stem).strip("-.")
     return model_from_hf_config(cfg, model_id=model_id, source=str(p))

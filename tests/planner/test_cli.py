@@ -44,7 +44,7 @@ def test_explain_on_seed_003_shows_attention_and_moe_and_the_tensor_core_ceiling
 
 def test_a_bad_scenario_is_one_line_and_exit_status_2(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text("model: deepseek-v3\nhardware: h300\ndeployment: {aggregated: {gpus_per_instance: 8}}\n")
+    p.write_text("model: deepseek-v3\nhardware: h300\ndeployment: {aggregated: {gpus_per_instance: 8, tp: 8}}\n")
     out = runner.invoke(app, ["estimate", str(p)])
     assert out.exit_code == 2
     assert "unknown hardware 'h300'" in out.output

@@ -11,6 +11,7 @@ import yaml
 from planner.estimator import estimate
 from planner.simulate import run_simulation
 from simulator import SimConfig
+from simulator.engine import SimulationError
 from tests.simulator.helpers import AGG_LLAMA, DISAGG_H200, scenario
 
 
@@ -80,9 +81,10 @@ def test_full_reservation_never_preempts():
 
 
 def test_a_prompt_larger_than_the_kv_pool_is_dropped_not_hung():
-    res = scenario(AGG_LLAMA, {"isl": 10_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
-    _, m = run_simulation(res)
-    assert m["requests_dropped"] == 4
+    """When every request is dropped there is nothing to measure: an error naming why, not zeros."""
+    res = scenario(AGG_LLAMA, {"isl": 9_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
+    with pytest.raises(SimulationError, match=r"all 4 were dropped \(prompt \+ output exceed the KV pool"):
+        run_simulation(res)
 
 
 def test_prefix_cache_hits_skip_prefill_compute():

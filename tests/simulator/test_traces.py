@@ -44,22 +44,51 @@ def test_mooncake_jsonl_keeps_hash_ids_and_converts_ms(tmp_path):
 @pytest.mark.parametrize(
     ("text", "line"),
     [
-        ("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,5\n0.1,abc,5\n", ":3"),
         ("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,-5\n", ":2"),
         ("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10\n", ":2"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens\nnan,10,5\n", ":2"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,inf,5\n", ":2"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens\n1e400,10,5\n", ":2"),
+        ("arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,1000000000000\n", ":2"),
     ],
 )
-def test_malformed_csv_lines_are_named(tmp_path, text, line):
+def test_a_file_with_no_good_row_names_the_first_bad_line(tmp_path, text, line):
     p = tmp_path / "bad.csv"
     p.write_text(text)
     with pytest.raises(TraceError, match=line):
         read_trace(p, "splitwise")
 
 
+def test_a_malformed_csv_row_is_skipped_and_named_while_the_rest_runs(tmp_path):
+    """Issue 13: a bad trace row is an error for that row (with its line), not for the file."""
+    p = tmp_path / "mixed.csv"
+    p.write_bytes(
+        b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,5\n0.1,abc,5\n0.2,7,1e12\n"
+        b"0.3,\xff\xfe,5\n0.4,8,3\n"
+    )
+    t = read_trace(p, "splitwise")
+    assert t.isl.tolist() == [10, 8]
+    assert [s.split(": ")[0].rsplit(":", 1)[1] for s in t.skipped] == ["3", "4", "5"]
+
+
 def test_malformed_mooncake_line_is_named(tmp_path):
     p = tmp_path / "bad.jsonl"
-    p.write_text('{"timestamp": 0, "input_length": 5, "output_length": 1}\n{"timestamp": 1}\n')
-    with pytest.raises(TraceError, match=r"bad.jsonl:2"):
+    p.write_text(
+        '{"timestamp": 0, "input_length": 5, "output_length": 1}\n{"timestamp": 1}\n[1]\n'
+        '{"timestamp": 2, "input_length": 5, "output_length": 1, "hash_ids": 7}\n' + "[" * 5000 + "\n"
+    )
+    t = read_trace(p, "mooncake")
+    assert len(t) == 1
+    assert [s.split(": ")[0] for s in t.skipped] == [f"{p}:{k}" for k in (2, 3, 4, 5)]
+
+
+def test_a_folder_or_a_huge_timestamp_is_a_trace_error_not_a_crash(tmp_path):
+    """Issue 13 signatures: IsADirectoryError and OverflowError in simulator/traces.py."""
+    with pytest.raises(TraceError, match="not a file"):
+        read_trace(tmp_path, "splitwise")
+    p = tmp_path / "mc.jsonl"
+    p.write_text('{"timestamp": 1e400, "input_length": 5, "output_length": 1}\n')
+    with pytest.raises(TraceError, match="timestamp"):
         read_trace(p, "mooncake")
 
 
