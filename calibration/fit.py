@@ -24,12 +24,14 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import RBFInterpolator
 
+from roofline.calibrated import mla_decode_bytes, mla_prefill_bytes
 from roofline.catalog import get_hardware
 from roofline.precision import RateKey, peak_flops
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "calibration" / "data" / "h200-sxm-profile.json"
 OUT_DIR = ROOT / "roofline" / "calibrated"
+CKV, KPE, QK, VD = 512, 64, 192, 128  # DeepSeek-V3 MLA, the shapes runtime.ops.attention measures
 GRID = 28  # grid points per axis of the tabulated log-efficiency
 SMOOTHING = 0.05
 
@@ -58,6 +60,18 @@ def family_key(point: dict[str, Any]) -> str | None:
     return f"{fam}/{fmt}"
 
 
+def point_bytes(p: dict[str, Any]) -> float:
+    """Bytes of a measured point, counted as the step model counts them when it looks the table up
+    (roofline.calibrated's attention counts; profiles written before they were shared counted the
+    query and output traffic too, so attention points are recounted from their shapes)."""
+    fam, q = p["family"], p["params"]
+    if fam == "mla_decode":
+        return mla_decode_bytes(q["batch"] * q["ctx"], CKV, KPE, 1 if p["fmt"] == "fp8" else 2)
+    if fam == "attn_prefill":
+        return mla_prefill_bytes(q["batch"] * q["new"], q["batch"] * q["prefix"], q["heads"], QK, VD)
+    return float(p["bytes"])
+
+
 def samples(profile: dict[str, Any], hardware: str) -> dict[str, list[Sample]]:
     hw = get_hardware(hardware)
     out: dict[str, list[Sample]] = {}
@@ -66,13 +80,12 @@ def samples(profile: dict[str, Any], hardware: str) -> dict[str, list[Sample]]:
         if key is None:
             continue
         rate: RateKey = "fp8" if p["fmt"] == "fp8" and p["family"] in ("gemm", "moe_gemm") else "bf16"
-        ideal = max(p["flops"] / peak_flops(hw, rate), p["bytes"] / hw.mem_bw)
+        nbytes = point_bytes(p)
+        ideal = max(p["flops"] / peak_flops(hw, rate), nbytes / hw.mem_bw)
         t = p["median_ms"] * 1e-3
         rows = p["params"][ROWS[p["family"]]] * (p["params"].get("batch", 1) if p["family"] == "attn_prefill" else 1)
         out.setdefault(key, []).append(
-            Sample(
-                math.log2(max(p["flops"], 1.0)), math.log2(p["bytes"]), math.log2(rows), math.log(ideal / t), t, ideal
-            )
+            Sample(math.log2(max(p["flops"], 1.0)), math.log2(nbytes), math.log2(rows), math.log(ideal / t), t, ideal)
         )
     return out
 

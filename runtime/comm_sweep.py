@@ -66,6 +66,67 @@ def _time(fn: Callable[[], object], dev: torch.device, warmup: int, reps: int) -
     return statistics.median(samples)
 
 
+def _graphed(fn: Callable[[], object], dev: torch.device) -> Callable[[], object] | None:
+    """`fn` captured in a CUDA graph (as a graph-decode engine runs it), or None on the CPU."""
+    if dev.type != "cuda":
+        return None
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+def _slowest(v: float, dev: torch.device) -> float:
+    t = torch.tensor([v], dtype=torch.float64, device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t)
+
+
+def _ep_points(
+    x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, fp8: bool, dev: torch.device, w: int, r: int
+) -> list[dict[str, Any]]:
+    """Device-side dispatch/combine, eager and as CUDA-graph replays, and the host-split reference
+    (bf16 only), with the rows and bytes that crossed the links."""
+    tokens, rank, world = x.shape[0], dist.get_rank(), dist.get_world_size()
+    d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
+    y = d.x.contiguous()
+    disp, comb = partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), partial(comm.combine, y, d)
+    per_src = d.valid.view(world, d.capacity + 1).sum(1)
+    rb = comm._sections(HIDDEN, TOPK, fp8)[-1]
+    common = {
+        "tokens_per_rank": tokens,
+        "hidden": HIDDEN,
+        "topk": TOPK,
+        "payload": "fp8" if fp8 else "bf16",
+        "capacity": d.capacity,
+        "row_bytes": rb,
+        "max_remote_rows": int(_slowest(float(per_src.sum() - per_src[rank]), dev)),
+        "padded_wire_bytes": (world - 1) * (d.capacity + 1) * rb,
+        "imbalance": comm.load_imbalance(ids, EXPERTS),
+    }
+    pts = []
+    dev_ops: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch", disp), ("ep_combine", comb))
+    for op, fn in dev_ops:
+        eager = _time(fn, dev, w, r)
+        replay = _graphed(fn, dev)
+        ms = _time(replay, dev, w, r) if replay else eager
+        pts.append({"op": op, **common, "ms": ms, "ms_eager": eager, "timing": "cuda-graph" if replay else "eager"})
+    if not fp8:
+        h = comm.dispatch_host(x, ids, wts, EXPERTS)
+        hd = partial(comm.dispatch_host, x, ids, wts, EXPERTS)
+        hc = partial(comm.combine_host, h.x, h, tokens)
+        host: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch_host", hd), ("ep_combine_host", hc))
+        for op, fn in host:
+            pts.append({"op": op, **common, "ms": _time(fn, dev, w, r), "timing": "eager (host-split reference)"})
+    return pts
+
+
 def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[str, Any]]:
     w, r = grid["warmup"], grid["reps"]
     dt = torch.bfloat16
@@ -84,22 +145,15 @@ def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[st
         ids, wts = comm.route(tokens, EXPERTS, TOPK, SKEW, gen)
         x = torch.randn(tokens, HIDDEN, generator=gen).to(dt).to(dev)
         for fp8 in (False, True):
-            d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
-            t_d = _time(partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), dev, w, r)
-            t_c = _time(partial(comm.combine, d.x, d, tokens), dev, w, r)
-            rows = torch.tensor([sum(d.recv_splits)], dtype=torch.float64, device=dev)
-            dist.all_reduce(rows, op=dist.ReduceOp.MAX)
-            common = {"tokens_per_rank": tokens, "hidden": HIDDEN, "topk": TOPK, "payload": "fp8" if fp8 else "bf16"}
-            extra = {"max_rows_received": int(rows), "imbalance": comm.load_imbalance(ids, EXPERTS)}
-            pts.append({"op": "ep_dispatch", **common, "ms": t_d, **extra})
-            pts.append({"op": "ep_combine", **common, "ms": t_c, **extra})
+            pts += _ep_points(x, ids, wts, fp8, dev, w, r)
     for p in pts:
         p["world"] = world
     return pts
 
 
 def _worker(rank: int, world: int, port: int, backend: str, grid: dict[str, Any], q: Any) -> None:
-    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    for var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        os.environ[var] = "0" if var == "NCCL_NVLS_ENABLE" else "1"  # no NVLink multicast, ever
     dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
