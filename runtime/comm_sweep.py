@@ -2,7 +2,10 @@
 per GPU, writing a profile with provenance (`planner calibrate --ops comm`).
 
 Each point is the median over repetitions of the slowest rank's time (a collective finishes when
-its last rank does), after warm-up. NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
+its last rank does), after warm-up. EP dispatch/combine (runtime.comm's fixed-capacity path) are
+timed eagerly and as CUDA-graph replays (as a graph-decode engine runs them; `ms` is the replay
+where capture works, `ms_eager` the eager call), beside the host-split reference (ep_*_host).
+NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
 gloo on the CPU, which only checks the harness: its times say nothing about GPUs.
 
 Usage: python -m runtime.comm_sweep --out FILE [--worlds 2,4,8] [--backend nccl|gloo] [--quick]
@@ -33,7 +36,7 @@ FULL = {
     "all_reduce_bytes": [2**k for k in range(16, 29, 2)],  # 64 KB .. 256 MB
     "all_gather_bytes": [2**k for k in range(16, 27, 2)],  # per rank, 64 KB .. 64 MB
     "kv_bytes": [2**k for k in range(20, 29, 2)],  # 1 MB .. 256 MB
-    "ep_tokens": [64, 256, 1024, 4096],  # per rank
+    "ep_tokens": [16, 64, 128, 256, 512, 1024, 2048, 4096],  # per rank
     "warmup": 3,
     "reps": 10,
 }
@@ -77,8 +80,13 @@ def _graphed(fn: Callable[[], object], dev: torch.device) -> Callable[[], object
             fn()
     torch.cuda.current_stream(dev).wait_stream(side)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
+    try:
+        with torch.cuda.graph(g):
+            fn()
+    except RuntimeError as exc:  # a collective that cannot be captured is timed eagerly, and says so
+        print(f"rank {dist.get_rank()}: graph capture failed ({exc}); eager timing only", flush=True)
+        torch.cuda.synchronize(dev)
+        return None
     return g.replay
 
 

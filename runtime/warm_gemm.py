@@ -1,0 +1,100 @@
+"""Decode-sized GEMMs timed the way the engine runs them: back to back in one CUDA graph, with
+activations warm in L2 and no flush between kernels, each kernel on its own weights (distinct
+copies, more than L2 holds together, so weights still stream from HBM as in a real step).
+
+`runtime.sweep` times each op alone after an L2 flush; at M <= 64 that costs a cold start per
+kernel that a 61-layer decode graph does not pay. This measures the same ops (same keys, FLOPs
+and bytes) so `calibration.fit` can use these times for the shapes measured here. It does not
+time the whole layer (runtime.engine.decode_profile does) or anything above M = 64.
+
+Usage (on a GPU): python -m runtime.warm_gemm --out FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from runtime.ops import GpuOp
+from runtime.ops.gemm import DenseGemm, GroupedGemm
+from runtime.sweep import DENSE, _key, provenance
+
+SHARED = [(4096, 7168), (7168, 2048)]  # shared expert gate+up and down, also the routed expert shapes
+ROWS = (1, 4, 16, 64)
+WEIGHT_BYTES = 256 * 1024 * 1024  # per shape, the copies together: > 4x the H200's 60 MB L2
+MAX_COPIES = 64
+
+
+def grid() -> list[Callable[[], GpuOp]]:
+    ops: list[Callable[[], GpuOp]] = []
+    for fmt in ("fp8", "bf16"):
+        for n, k in DENSE + SHARED:
+            ops += [lambda m=m, n=n, k=k, fmt=fmt: DenseGemm(m, n, k, fmt, "tensor") for m in ROWS]
+        for n, k in SHARED:
+            ops += [lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt) for t in (1, 4, 16)]
+    return ops
+
+
+def time_back_to_back(make: Callable[[], GpuOp], reps: int = 10) -> dict[str, Any]:
+    """Median time per kernel of `copies` instances run back to back as one graph replay."""
+    first = make()
+    weight = first.w.numel() * (1 if first.fmt == "fp8" else 2)  # type: ignore[attr-defined]
+    copies = max(4, min(MAX_COPIES, math.ceil(WEIGHT_BYTES / max(weight, 1.0))))
+    ops = [first] + [make() for _ in range(copies - 1)]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for op in ops:
+            op.run()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for op in ops:
+            op.run()
+    g.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(reps):
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / copies)
+    return {
+        "key": _key(first),
+        "op": first.name,
+        "family": first.family,
+        "fmt": first.fmt,
+        "params": first.params,
+        "flops": first.flops,
+        "bytes": first.bytes,
+        "launches": first.launches,
+        "kernel": first.kernel,
+        "graph": True,
+        "timing": f"back to back, {copies} copies in one graph, warm L2",
+        "median_ms": statistics.median(samples),
+        "samples_ms": samples,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    points = []
+    for make in grid():
+        points.append(time_back_to_back(make))
+        torch.cuda.empty_cache()
+    a.out.write_text(json.dumps({"version": 1, "provenance": provenance(), "points": points}, indent=1))
+    print(f"{len(points)} back-to-back points in {a.out}")
+
+
+if __name__ == "__main__":
+    main()
