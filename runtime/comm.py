@@ -75,6 +75,7 @@ class Dispatched:
     valid: torch.Tensor  # [rows] bool, the row holds a token
     slot: torch.Tensor  # [world, tokens] sender side: slot of each token in each destination's block
     sent: torch.Tensor  # [world, tokens] bool, sender side: the token went to that rank
+    token_of: torch.Tensor  # [world, capacity + 1] sender side: the token in each slot (tokens: none)
     capacity: int
 
 
@@ -124,18 +125,22 @@ def dispatch(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, 
     mine = (rid >= 0) & (rid < per) & valid[:, None]
     local_w = torch.zeros(len(flat), per, dtype=torch.float32, device=dev)
     local_w.scatter_add_(1, rid.clamp(0, per - 1), torch.where(mine, rw, 0.0))
-    return Dispatched(rx, local_w, valid, slot, sent, cap)
+    token_of = torch.full((world, cap + 1), tokens, dtype=torch.long, device=dev)
+    token_of.scatter_(1, slot, torch.arange(tokens, device=dev).expand(world, tokens))
+    token_of[:, cap] = tokens  # unsent tokens were parked in the header slot
+    return Dispatched(rx, local_w, valid, slot, sent, token_of, cap)
 
 
 def combine(y: torch.Tensor, d: Dispatched, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """Return each received row's weighted expert output (`y`, one row per dispatched row) to its
-    sender in one equal-split all_to_all and sum each token's rows over ranks; no host sync."""
+    sender in one equal-split all_to_all and add each row into its token in place (one pass, no host
+    sync). Rows are added in the output dtype: at world 2 that rounds once, as a float sum then a
+    cast would; at larger worlds each further rank's row rounds once more."""
     world, tokens = d.sent.shape
     back = torch.empty(world * (d.capacity + 1), y.shape[1], dtype=y.dtype, device=y.device)
     _a2a(back, y.contiguous(), group=group)
-    base = torch.arange(world, device=y.device)[:, None] * (d.capacity + 1)
-    rows = back[(base + d.slot).flatten()].view(world, tokens, -1).float()
-    return torch.where(d.sent[..., None], rows, 0.0).sum(0).to(y.dtype)  # unsent slots may hold NaN
+    out = torch.zeros(tokens + 1, y.shape[1], dtype=y.dtype, device=y.device)  # row `tokens`: padding
+    return out.index_add_(0, d.token_of.flatten(), back)[:tokens]
 
 
 @dataclass

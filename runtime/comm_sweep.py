@@ -127,6 +127,12 @@ def _ep_points(
         pts.append({"op": op, **common, "ms": ms, "ms_eager": eager, "timing": "cuda-graph" if replay else "eager"})
     if not fp8:
         h = comm.dispatch_host(x, ids, wts, EXPERTS)
+        # check: both paths give the same MoE sum (each expert the identity) on this GPU
+        got = comm.combine((d.x * d.local_w.sum(1, keepdim=True)).to(x.dtype), d).float()
+        ref = comm.combine_host((h.x * h.local_w.sum(1, keepdim=True)).to(x.dtype), h, tokens).float()
+        err = float(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-6)).item())
+        for p in pts:
+            p["max_rel_diff_vs_host_split"] = _slowest(err, dev)
         hd = partial(comm.dispatch_host, x, ids, wts, EXPERTS)
         hc = partial(comm.combine_host, h.x, h, tokens)
         host: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch_host", hd), ("ep_combine_host", hc))
@@ -151,6 +157,7 @@ def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[st
     gen = torch.Generator().manual_seed(dist.get_rank())
     for tokens in grid["ep_tokens"]:
         ids, wts = comm.route(tokens, EXPERTS, TOPK, SKEW, gen)
+        ids, wts = ids.to(dev), wts.to(dev)  # routing lives on the GPU, as an engine's router output does
         x = torch.randn(tokens, HIDDEN, generator=gen).to(dt).to(dev)
         for fp8 in (False, True):
             pts += _ep_points(x, ids, wts, fp8, dev, w, r)
