@@ -206,11 +206,21 @@ def provenance(backend: str) -> dict[str, Any]:
     }
 
 
+def default_worlds(gpus: int) -> tuple[int, ...]:
+    """Powers of two from 2 up to the GPUs here, and all of them: 2, 4, 8 on an 8-GPU box, 2 and 3
+    on a 3-GPU one."""
+    pows = [2**k for k in range(1, max(gpus, 2).bit_length()) if 2**k <= gpus]
+    return tuple(sorted({*pows, gpus})) if gpus >= 2 else ()
+
+
 def run_comm_sweep(
-    out: Path, worlds: tuple[int, ...] = (2, 4, 8), backend: str = "nccl", quick: bool = False, log: Any = print
+    out: Path, worlds: tuple[int, ...] | None = None, backend: str = "nccl", quick: bool = False, log: Any = print
 ) -> dict[str, Any]:
-    """Run every world size that fits the GPUs here (all of them on gloo) and write the profile."""
-    have = torch.cuda.device_count() if backend == "nccl" else max(worlds)
+    """Run every world size that fits the GPUs here (all of them on gloo) and write the profile;
+    without `worlds`, `default_worlds` of this machine's GPU count."""
+    if worlds is None:
+        worlds = default_worlds(torch.cuda.device_count()) if backend == "nccl" else (2,)
+    have = torch.cuda.device_count() if backend == "nccl" else max(worlds, default=0)
     runnable = [w for w in worlds if 2 <= w <= have]
     if not runnable:
         raise RuntimeError(f"comm sweep needs at least 2 GPUs for NCCL; this machine has {have}")
@@ -243,11 +253,12 @@ def run_comm_sweep(
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--worlds", default="2,4,8")
+    ap.add_argument("--worlds", default="", help="comma-separated; default: 2, 4, 8, ... up to the GPUs here")
     ap.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    run_comm_sweep(a.out, tuple(int(w) for w in a.worlds.split(",")), a.backend, a.quick)
+    worlds = tuple(int(w) for w in a.worlds.split(",")) if a.worlds else None
+    run_comm_sweep(a.out, worlds, a.backend, a.quick)
 
 
 if __name__ == "__main__":

@@ -136,3 +136,13 @@ def test_comm_sweep_refuses_nccl_without_two_gpus(tmp_path):
     with pytest.raises(RuntimeError, match="at least 2 GPUs"):
         run_comm_sweep(tmp_path / "x.json", worlds=(2,), backend="nccl")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_default_worlds_cover_any_gpu_count():
+    from runtime.comm_sweep import default_worlds
+
+    assert default_worlds(1) == ()
+    assert default_worlds(2) == (2,)
+    assert default_worlds(3) == (2, 3)
+    assert default_worlds(8) == (2, 4, 8)
+    assert default_worlds(12) == (2, 4, 8, 12)
