@@ -119,6 +119,9 @@ def prefill_worker(
     rank: int, world: int, port: int, cfg: dict[str, Any], inbox: Any, ctrl: list[Any], report: Any
 ) -> None:
     eng = _setup(rank, world, port, cfg)
+    warm = Req(-1, 2 * PAGE, 1, 0.0, pages=[eng.free.popleft() for _ in range(2)])
+    eng.prefill_step([(warm, 2 * PAGE)])  # builds the prefill kernels (JIT) before anything is timed
+    eng.free.extend(warm.pages)
     report.put(("ready", rank))
     waiting: deque[Req] = deque()
     pending: list[tuple[list[Any], list[int], torch.Tensor, torch.Tensor]] = []
