@@ -6,7 +6,8 @@ with the wire bytes each op puts on the slowest rank's link:
 - ep_dispatch / ep_combine: token rows the busiest rank receives from other ranks x hidden x payload
   bytes (1 fp8, 2 bf16): the bytes the step model's all-to-all carries (the fixed-capacity path's
   padding and packed ids/weights count against its efficiency); the host-split reference points
-  (ep_*_host) are kept in the profile for comparison and not fitted;
+  (ep_*_host) are kept in the profile for comparison and not fitted, nor are EP points whose
+  CUDA-graph capture failed (timed eagerly, host launch costs included);
 - kv_transfer: the buffer.
 The link is the hardware's NVLink per-direction bandwidth. Output: roofline/calibrated/<hw id>-comm.json,
 which roofline.comm uses in place of its priors for that hardware (and says so). Without such a
@@ -42,7 +43,8 @@ def wire_bytes(p: dict[str, Any]) -> float:
         return float((n - 1) * p["bytes"])
     if p["op"] in ("ep_dispatch", "ep_combine"):
         rows = p["max_remote_rows"] if "max_remote_rows" in p else p["max_rows_received"]  # older profiles
-        return float(rows * p["hidden"] * (1 if p["payload"] == "fp8" else 2))
+        fp8 = p["payload"] == "fp8" and p["op"] == "ep_dispatch"  # combine returns bf16 either way
+        return float(rows * p["hidden"] * (1 if fp8 else 2))
     return float(p["bytes"])
 
 
@@ -50,8 +52,8 @@ def fit(profile: dict[str, Any], link_bytes_per_s: float) -> dict[str, Any]:
     """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points."""
     groups: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
     for p in profile["points"]:
-        if p["op"] not in OP_KIND:
-            continue
+        if p["op"] not in OP_KIND or p.get("timing", "cuda-graph") == "eager":
+            continue  # EP points are fitted as the engine runs them: CUDA-graph replays
         groups[(OP_KIND[p["op"]], p["world"])].append((wire_bytes(p), p["ms"] * 1e-3))
     out: dict[str, Any] = defaultdict(dict)
     for (kind, world), pts in sorted(groups.items()):

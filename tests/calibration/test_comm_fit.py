@@ -40,6 +40,8 @@ def test_wire_bytes_per_op():
     assert wire_bytes({"op": "all_gather", "world": 4, "bytes": 100}) == 300
     a2a = {"op": "ep_combine", "world": 8, "max_rows_received": 10, "hidden": 7168, "payload": "bf16"}
     assert wire_bytes(a2a) == 10 * 7168 * 2
+    assert wire_bytes({**a2a, "payload": "fp8"}) == 10 * 7168 * 2  # combine returns bf16 after an fp8 dispatch
+    assert wire_bytes({**a2a, "op": "ep_dispatch", "payload": "fp8"}) == 10 * 7168
 
 
 def test_a_measured_profile_replaces_the_nvlink_prior_on_its_architecture(monkeypatch):
