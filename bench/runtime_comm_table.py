@@ -25,12 +25,21 @@ def rows(profile: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         host = by.get((op + "_host", world, tokens, payload))
         moved = p["max_remote_rows"] * p["hidden"] * (1 if payload == "fp8" and op == "ep_dispatch" else 2)
-        out.append({
-            "op": op, "world": world, "tokens_per_rank": tokens, "payload": payload if op == "ep_dispatch" else f"bf16 (after {payload} dispatch)",
-            "us": round(p["ms"] * 1e3, 1), "timing": p["timing"], "eager_us": round(p.get("ms_eager", p["ms"]) * 1e3, 1),
-            "host_split_us": round(host["ms"] * 1e3, 1) if host else None, "remote_mb": round(moved / 1e6, 2),
-            "gb_s": round(moved / (p["ms"] * 1e-3) / 1e9, 1),
-        })  # fmt: skip
+        label = payload if op == "ep_dispatch" else f"bf16 (after {payload} dispatch)"
+        out.append(
+            {
+                "op": op,
+                "world": world,
+                "tokens_per_rank": tokens,
+                "payload": label,
+                "us": round(p["ms"] * 1e3, 1),
+                "timing": p["timing"],
+                "eager_us": round(p.get("ms_eager", p["ms"]) * 1e3, 1),
+                "host_split_us": round(host["ms"] * 1e3, 1) if host else None,
+                "remote_mb": round(moved / 1e6, 2),
+                "gb_s": round(moved / (p["ms"] * 1e-3) / 1e9, 1),
+            }
+        )
     return out
 
 
