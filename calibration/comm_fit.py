@@ -13,7 +13,7 @@ The link is the hardware's NVLink per-direction bandwidth. Output: roofline/cali
 which roofline.comm uses in place of its priors for that hardware (and says so). Without such a
 file (no multi-GPU machine measured yet) the priors stand.
 
-Usage: python -m calibration.comm_fit PROFILE.json --hardware h200-sxm [--out FILE]
+Usage: python -m calibration.comm_fit PROFILE.json --hardware h200-sxm [--out FILE] [--kinds allreduce,kv]
 """
 
 from __future__ import annotations
@@ -48,11 +48,14 @@ def wire_bytes(p: dict[str, Any]) -> float:
     return float(p["bytes"])
 
 
-def fit(profile: dict[str, Any], link_bytes_per_s: float) -> dict[str, Any]:
-    """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points."""
+def fit(profile: dict[str, Any], link_bytes_per_s: float, kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points (of `kinds`
+    only, when given: a kind left out keeps roofline.comm's prior)."""
     groups: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
     for p in profile["points"]:
         if p["op"] not in OP_KIND or p.get("timing", "cuda-graph") == "eager":
+            continue
+        if kinds is not None and OP_KIND[p["op"]] not in kinds:
             continue  # EP points are fitted as the engine runs them: CUDA-graph replays
         groups[(OP_KIND[p["op"]], p["world"])].append((wire_bytes(p), p["ms"] * 1e-3))
     out: dict[str, Any] = defaultdict(dict)
@@ -71,13 +74,23 @@ def fit(profile: dict[str, Any], link_bytes_per_s: float) -> dict[str, Any]:
     return dict(out)
 
 
-def write(profile: dict[str, Any], hardware: str, out: Path | None = None) -> Path:
+def write(
+    profile: dict[str, Any], hardware: str, out: Path | None = None, kinds: tuple[str, ...] | None = None
+) -> Path:
     """Fit `profile` for catalog hardware `hardware` and write it where roofline.comm reads it."""
     hw = get_hardware(hardware)
-    res = {"hardware": hw.id, "provenance": profile["provenance"], "fit": fit(profile, hw.scaleup.bw_gbps_unidir * 1e9)}
+    link = hw.scaleup.bw_gbps_unidir * 1e9
+    res = {"hardware": hw.id, "provenance": profile["provenance"], "fit": fit(profile, link, kinds)}
     path = out or OUT_DIR / f"{hw.id}-comm.json"  # the catalog id, as roofline.comm looks it up
     path.write_text(json.dumps(res, indent=1))
     return path
+
+
+def _kinds(arg: str | None) -> tuple[str, ...] | None:
+    kinds = tuple(arg.split(",")) if arg else None
+    if kinds and not set(kinds) <= set(OP_KIND.values()):
+        raise ValueError(f"--kinds: unknown {sorted(set(kinds) - set(OP_KIND.values()))}")
+    return kinds
 
 
 def main() -> None:
@@ -85,10 +98,11 @@ def main() -> None:
     ap.add_argument("profile", type=Path)
     ap.add_argument("--hardware", required=True)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--kinds", help=f"comma-separated subset of {sorted(set(OP_KIND.values()))} to fit")
     a = ap.parse_args()
     try:
         profile = json.loads(a.profile.read_text())
-        out = write(profile, a.hardware, a.out)
+        out = write(profile, a.hardware, a.out, _kinds(a.kinds))
     except (OSError, ValueError, KeyError, PlannerError) as exc:  # unreadable profile, unknown hardware, ...
         print(f"comm_fit: {type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(2)

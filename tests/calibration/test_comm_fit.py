@@ -92,3 +92,7 @@ def test_normal_mode_dispatch_sends_a_token_once_per_remote_rank():
     assert comm.ep_copies(h200, 2, 8, 8, normal_mode=True)[0] == pytest.approx(1 - 0.5**8)
     assert comm.ep_copies(h200, 2, 8, 8, normal_mode=False)[0] == pytest.approx(4.0)
     assert comm.ep_copies(h200, 8, 8, 8, normal_mode=True)[0] == pytest.approx(7 * (1 - (7 / 8) ** 8))
+
+
+def test_a_kind_left_out_of_the_fit_keeps_its_prior():
+    assert set(fit(_profile(0.7, 10e-6), LINK, kinds=("allreduce",))) == {"allreduce"}
