@@ -1,13 +1,14 @@
 """Fit a communication profile (`runtime.comm_sweep`) into link efficiencies and latencies.
 
-Per op and world size, least squares on t = latency + wire bytes / (link bandwidth x efficiency),
+Per op and world size, least squares on t = latency + wire bytes / (link bandwidth x efficiency)
+over the CUDA-graph replay times (on NCCL, points whose capture failed, timed eagerly with the
+harness's host launch and sync costs, are not fitted),
 with the wire bytes each op puts on the slowest rank's link:
 - all_reduce (ring): 2 (n-1)/n x buffer;  all_gather: (n-1) x per-rank buffer;
 - ep_dispatch / ep_combine: token rows the busiest rank receives from other ranks x hidden x payload
   bytes (1 fp8, 2 bf16): the bytes the step model's all-to-all carries (the fixed-capacity path's
   padding and packed ids/weights count against its efficiency); the host-split reference points
-  (ep_*_host) are kept in the profile for comparison and not fitted, nor are EP points whose
-  CUDA-graph capture failed (timed eagerly, host launch costs included);
+  (ep_*_host) are kept in the profile for comparison and not fitted;
 - kv_transfer: the buffer.
 The link is the hardware's NVLink per-direction bandwidth. Output: roofline/calibrated/<hw id>-comm.json,
 which roofline.comm uses in place of its priors for that hardware (and says so). Without such a
@@ -52,11 +53,12 @@ def fit(profile: dict[str, Any], link_bytes_per_s: float, kinds: tuple[str, ...]
     """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points (of `kinds`
     only, when given: a kind left out keeps roofline.comm's prior)."""
     groups: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+    gpu = profile["provenance"].get("backend") == "nccl"
     for p in profile["points"]:
-        if p["op"] not in OP_KIND or p.get("timing", "cuda-graph") == "eager":
-            continue
+        if p["op"] not in OP_KIND or (gpu and p.get("timing", "cuda-graph") == "eager"):
+            continue  # on GPUs, fitted as engines run them: CUDA-graph replays (old profiles: no timing field)
         if kinds is not None and OP_KIND[p["op"]] not in kinds:
-            continue  # EP points are fitted as the engine runs them: CUDA-graph replays
+            continue
         groups[(OP_KIND[p["op"]], p["world"])].append((wire_bytes(p), p["ms"] * 1e-3))
     out: dict[str, Any] = defaultdict(dict)
     for (kind, world), pts in sorted(groups.items()):

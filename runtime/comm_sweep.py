@@ -2,9 +2,10 @@
 per GPU, writing a profile with provenance (`planner calibrate --ops comm`).
 
 Each point is the median over repetitions of the slowest rank's time (a collective finishes when
-its last rank does), after warm-up. EP dispatch/combine (runtime.comm's fixed-capacity path) are
-timed eagerly and as CUDA-graph replays (as a graph-decode engine runs them; `ms` is the replay
-where capture works, `ms_eager` the eager call), beside the host-split reference (ep_*_host).
+its last rank does), after warm-up. Every op is timed eagerly and as CUDA-graph replays (as a
+graph-decode engine runs it; `ms` is the replay where capture works, `ms_eager` the eager call,
+whose host launch and sync costs are the harness's, not the link's); EP dispatch/combine use
+runtime.comm's fixed-capacity path, beside the host-split reference (ep_*_host, eager).
 NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
 gloo on the CPU, which only checks the harness: its times say nothing about GPUs.
 
@@ -96,6 +97,15 @@ def _slowest(v: float, dev: torch.device) -> float:
     return float(t)
 
 
+def _timed(fn: Callable[[], object], dev: torch.device, w: int, r: int) -> dict[str, Any]:
+    """`ms`: CUDA-graph replay where the op captures (what a graph-launched step pays), else eager;
+    `ms_eager`: the eager call, host launch and synchronisation included."""
+    eager = _time(fn, dev, w, r)
+    replay = _graphed(fn, dev)
+    ms = _time(replay, dev, w, r) if replay else eager
+    return {"ms": ms, "ms_eager": eager, "timing": "cuda-graph" if replay else "eager"}
+
+
 def _ep_points(
     x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, fp8: bool, dev: torch.device, w: int, r: int
 ) -> list[dict[str, Any]]:
@@ -121,10 +131,7 @@ def _ep_points(
     pts = []
     dev_ops: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch", disp), ("ep_combine", comb))
     for op, fn in dev_ops:
-        eager = _time(fn, dev, w, r)
-        replay = _graphed(fn, dev)
-        ms = _time(replay, dev, w, r) if replay else eager
-        pts.append({"op": op, **common, "ms": ms, "ms_eager": eager, "timing": "cuda-graph" if replay else "eager"})
+        pts.append({"op": op, **common, **_timed(fn, dev, w, r)})
     if not fp8:
         h = comm.dispatch_host(x, ids, wts, EXPERTS)
         # check: both paths give the same MoE sum (each expert the identity) on this GPU
@@ -147,13 +154,13 @@ def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[st
     pts: list[dict[str, Any]] = []
     for b in grid["all_reduce_bytes"]:
         x = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "all_reduce", "bytes": b, "ms": _time(partial(comm.all_reduce, x), dev, w, r)})
+        pts.append({"op": "all_reduce", "bytes": b, **_timed(partial(comm.all_reduce, x), dev, w, r)})
     for b in grid["all_gather_bytes"]:
         x = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "all_gather", "bytes": b, "ms": _time(partial(comm.all_gather, x), dev, w, r)})
+        pts.append({"op": "all_gather", "bytes": b, **_timed(partial(comm.all_gather, x), dev, w, r)})
     for b in grid["kv_bytes"]:
         kv = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "kv_transfer", "bytes": b, "ms": _time(partial(comm.kv_transfer, kv, 0, 1), dev, w, r)})
+        pts.append({"op": "kv_transfer", "bytes": b, **_timed(partial(comm.kv_transfer, kv, 0, 1), dev, w, r)})
     gen = torch.Generator().manual_seed(dist.get_rank())
     for tokens in grid["ep_tokens"]:
         ids, wts = comm.route(tokens, EXPERTS, TOPK, SKEW, gen)
