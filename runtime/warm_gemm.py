@@ -27,7 +27,7 @@ from runtime.ops.gemm import DenseGemm, GroupedGemm
 from runtime.sweep import DENSE, _key, provenance
 
 SHARED = [(4096, 7168), (7168, 2048)]  # shared expert gate+up and down, also the routed expert shapes
-ROWS = (1, 4, 16, 32, 64, 128, 256)  # decode batches; FP8 switches to block scales above 128 (registry)
+ROWS = (1, 4, 16, 32, 64, 128, 256, 1024, 4096)  # decode batches and prefill chunks; FP8 block scales above 128
 WEIGHT_BYTES = 256 * 1024 * 1024  # per shape, the copies together: > 4x the H200's 60 MB L2
 MAX_COPIES = 64
 
@@ -41,7 +41,7 @@ def grid() -> list[Callable[[], GpuOp]]:
                 scaling = "block" if block else "tensor"
                 ops.append(lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s))
         for n, k in SHARED:
-            ops += [lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt) for t in (1, 4, 16, 32, 64, 128)]
+            ops += [lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt) for t in (1, 4, 16, 32, 64, 128, 256, 512)]
     return ops
 
 
