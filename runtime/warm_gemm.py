@@ -41,7 +41,8 @@ def grid() -> list[Callable[[], GpuOp]]:
                 scaling = "block" if block else "tensor"
                 ops.append(lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s))
         for n, k in SHARED:
-            ops += [lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt) for t in (1, 4, 16, 32, 64, 128, 256, 512)]
+            for t in (1, 4, 16, 32, 64, 128, 256, 512):
+                ops.append(lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt))
     return ops
 
 
