@@ -7,7 +7,11 @@ kernel that a 61-layer decode graph does not pay. This measures the same ops (sa
 and bytes) so `calibration.fit` can use these times for the shapes measured here. It does not
 time the whole layer (runtime.engine.decode_profile does) or anything above M = 64.
 
-Usage (on a GPU): python -m runtime.warm_gemm --out FILE
+The fit uses the decode range (M <= 256, the default; calibration/data/h200-sxm-warm-gemm.json).
+Up to prefill chunks (--max-rows 4096; h200-sxm-warm-gemm-to-4096.json) back-to-back and isolated
+times agree within a few percent at M >= 1024, so prefill keeps the isolated sweep's points.
+
+Usage (on a GPU): python -m runtime.warm_gemm --out FILE [--max-rows 256]
 """
 
 from __future__ import annotations
@@ -32,16 +36,16 @@ WEIGHT_BYTES = 256 * 1024 * 1024  # per shape, the copies together: > 4x the H20
 MAX_COPIES = 64
 
 
-def grid() -> list[Callable[[], GpuOp]]:
+def grid(max_rows: int = 256) -> list[Callable[[], GpuOp]]:
     ops: list[Callable[[], GpuOp]] = []
     for fmt in ("fp8", "bf16"):
         for n, k in DENSE + SHARED:
-            for m in ROWS:
+            for m in (r for r in ROWS if r <= max_rows):
                 block = fmt == "fp8" and m > 128 and not (n % 128 or k % 128)  # as model.Linear picks
                 scaling = "block" if block else "tensor"
                 ops.append(lambda m=m, n=n, k=k, fmt=fmt, s=scaling: DenseGemm(m, n, k, fmt, s))
         for n, k in SHARED:
-            for t in (1, 4, 16, 32, 64, 128, 256, 512):
+            for t in (t for t in (1, 4, 16, 32, 64, 128, 256, 512) if t <= max_rows // 2):
                 ops.append(lambda t=t, n=n, k=k, fmt=fmt: GroupedGemm(32, t, n, k, fmt))
     return ops
 
@@ -91,9 +95,10 @@ def time_back_to_back(make: Callable[[], GpuOp], reps: int = 10) -> dict[str, An
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--max-rows", type=int, default=256, help="largest M (tokens per expert: half of it)")
     a = ap.parse_args()
     points = []
-    for make in grid():
+    for make in grid(a.max_rows):
         points.append(time_back_to_back(make))
         torch.cuda.empty_cache()
     a.out.write_text(json.dumps({"version": 1, "provenance": provenance(), "points": points}, indent=1))
