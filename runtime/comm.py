@@ -68,15 +68,25 @@ def _sections(hidden: int, topk: int, fp8: bool) -> tuple[int, int, int, int, in
 @dataclass
 class Dispatched:
     """What a rank received (fixed capacity): world blocks of `capacity` rows plus a header row each.
-    Rows past a block's count and the header rows carry zero weights (their x is undefined)."""
+    Rows past a block's count and the header rows carry zero weights (their payload is undefined).
+    A bf16 dispatch hands over `x`; an fp8 one hands over `xq` and its per-row `x_scale`, as an FP8
+    expert GEMM takes them (`hidden_states()` dequantizes)."""
 
-    x: torch.Tensor  # [world * (capacity + 1), hidden] in the compute dtype
+    x: torch.Tensor | None  # [world * (capacity + 1), hidden] bf16 (strided view of the receive buffer)
+    xq: torch.Tensor | None  # [rows, hidden] fp8 payload, with x_scale [rows] float32
+    x_scale: torch.Tensor | None
     local_w: torch.Tensor  # [rows, local experts] weight of each local expert for the row (0: not routed)
     valid: torch.Tensor  # [rows] bool, the row holds a token
     slot: torch.Tensor  # [world, tokens] sender side: slot of each token in each destination's block
     sent: torch.Tensor  # [world, tokens] bool, sender side: the token went to that rank
-    token_of: torch.Tensor  # [world, capacity + 1] sender side: the token in each slot (tokens: none)
     capacity: int
+
+    def hidden_states(self, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+        if self.x is not None:
+            return self.x
+        assert self.xq is not None
+        assert self.x_scale is not None
+        return (self.xq.float() * self.x_scale[:, None]).to(dtype)
 
 
 def dispatch(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, fp8: bool = False,
@@ -85,9 +95,10 @@ def dispatch(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, 
     one equal-split all_to_all and with no host synchronisation. `capacity` (rows per destination)
     must be the same on every rank: the largest token count any rank may hold (its default, this
     rank's tokens, is right when all ranks hold as many). A token beyond it for a destination is
-    dropped, as capacity-factor MoE does; the largest token count drops none."""
+    dropped, as capacity-factor MoE does; the largest token count drops none. Rows are packed and
+    moved as 32-bit words (vectorised copies; every section is 16-byte aligned)."""
     world, rank, dev = dist.get_world_size(group), dist.get_rank(group), x.device
-    tokens, hidden = x.shape
+    (tokens, hidden), k = x.shape, ids.shape[1]
     per, cap = experts // world, tokens if capacity is None else capacity
     ids, w = ids.to(dev), w.to(dev)
     sent = torch.zeros(world, tokens, dtype=torch.bool, device=dev)
@@ -95,52 +106,49 @@ def dispatch(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, 
     pos = sent.long().cumsum(1) - 1
     sent &= pos < cap
     slot = torch.where(sent, pos, cap)  # unsent tokens land in the header row, overwritten below
-    o_pay, o_scale, o_ids, o_w, rb = _sections(hidden, ids.shape[1], fp8)
-    row = torch.empty(tokens, rb, dtype=torch.uint8, device=dev)
+    o_pay, o_scale, o_ids, o_w, rb = (v // 4 for v in _sections(hidden, k, fp8))
+    pay = hidden // 4 if fp8 else hidden // 2  # payload words
+    row = torch.empty(tokens, rb, dtype=torch.int32, device=dev)
     if fp8:
         scale = x.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-8) / 448.0
-        row[:, o_pay : o_pay + hidden] = (x.float() / scale).to(FP8).view(torch.uint8)
-        row[:, o_scale : o_scale + 4] = scale.view(torch.uint8)
+        row[:, o_pay : o_pay + pay] = (x.float() / scale).to(FP8).view(torch.int32)
+        row[:, o_scale : o_scale + 1] = scale.view(torch.int32)
     else:
-        row[:, o_pay : o_pay + 2 * hidden] = x.contiguous().view(torch.uint8)
-    row[:, o_ids : o_ids + 4 * ids.shape[1]] = ids.to(torch.int32).view(torch.uint8)
-    row[:, o_w : o_w + 4 * ids.shape[1]] = w.float().contiguous().view(torch.uint8)
-    send = torch.empty(world, cap + 1, rb, dtype=torch.uint8, device=dev)
+        row[:, o_pay : o_pay + pay] = x.contiguous().view(torch.int32)
+    row[:, o_ids : o_ids + k] = ids.to(torch.int32)
+    row[:, o_w : o_w + k] = w.float().contiguous().view(torch.int32)
+    send = torch.empty(world, cap + 1, rb, dtype=torch.int32, device=dev)
     for r in range(world):
         send[r].index_copy_(0, slot[r], row)
-    send[:, cap, :8] = sent.sum(1, keepdim=True).view(torch.uint8)  # header: the block's count
+    send[:, cap, :2] = sent.sum(1, keepdim=True).view(torch.int32)  # header: the block's count (int64)
     recv = torch.empty_like(send)
     _a2a(recv, send, group=group)
-    counts = recv[:, cap, :8].contiguous().view(torch.int64)  # [world, 1]
+    counts = recv[:, cap, :2].contiguous().view(torch.int64)  # [world, 1]
     valid = (torch.arange(cap + 1, device=dev) < counts).flatten()
     flat = recv.view(world * (cap + 1), rb)
-    if fp8:
-        s = flat[:, o_scale : o_scale + 4].contiguous().view(torch.float32)
-        rx = (flat[:, o_pay : o_pay + hidden].contiguous().view(FP8).float() * s).to(x.dtype)
-    else:
-        rx = flat[:, o_pay : o_pay + 2 * hidden].view(x.dtype)  # strided view, no copy
-    k = ids.shape[1]
-    rid = flat[:, o_ids : o_ids + 4 * k].contiguous().view(torch.int32).long() - rank * per
-    rw = flat[:, o_w : o_w + 4 * k].contiguous().view(torch.float32)
+    payload = flat[:, o_pay : o_pay + pay]  # strided views of the receive buffer, no copies
+    rx, xq, xs = (
+        (None, payload.view(FP8), flat[:, o_scale].view(torch.float32)) if fp8 else (payload.view(x.dtype), None, None)
+    )
+    rid = flat[:, o_ids : o_ids + k].long() - rank * per
+    rw = flat[:, o_w : o_w + k].view(torch.float32)
     mine = (rid >= 0) & (rid < per) & valid[:, None]
     local_w = torch.zeros(len(flat), per, dtype=torch.float32, device=dev)
     local_w.scatter_add_(1, rid.clamp(0, per - 1), torch.where(mine, rw, 0.0))
-    token_of = torch.full((world, cap + 1), tokens, dtype=torch.long, device=dev)
-    token_of.scatter_(1, slot, torch.arange(tokens, device=dev).expand(world, tokens))
-    token_of[:, cap] = tokens  # unsent tokens were parked in the header slot
-    return Dispatched(rx, local_w, valid, slot, sent, token_of, cap)
+    return Dispatched(rx, xq, xs, local_w, valid, slot, sent, cap)
 
 
 def combine(y: torch.Tensor, d: Dispatched, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """Return each received row's weighted expert output (`y`, one row per dispatched row) to its
-    sender in one equal-split all_to_all and add each row into its token in place (one pass, no host
-    sync). Rows are added in the output dtype: at world 2 that rounds once, as a float sum then a
-    cast would; at larger worlds each further rank's row rounds once more."""
+    sender in one equal-split all_to_all, then gather each token's row from every rank's block and
+    sum them (torch accumulates in fp32 and rounds once); no host sync. An unsent token's slot is its block's
+    header row, zeroed here, so no mask pass is needed."""
     world, tokens = d.sent.shape
     back = torch.empty(world * (d.capacity + 1), y.shape[1], dtype=y.dtype, device=y.device)
     _a2a(back, y.contiguous(), group=group)
-    out = torch.zeros(tokens + 1, y.shape[1], dtype=y.dtype, device=y.device)  # row `tokens`: padding
-    return out.index_add_(0, d.token_of.flatten(), back)[:tokens]
+    back.view(world, d.capacity + 1, -1)[:, d.capacity] = 0
+    base = torch.arange(world, device=y.device)[:, None] * (d.capacity + 1)
+    return back[(base + d.slot).flatten()].view(world, tokens, -1).sum(0)  # bf16 in, fp32 accumulate
 
 
 @dataclass
@@ -152,6 +160,9 @@ class HostDispatched:
     send_token: torch.Tensor  # [pairs] source token of each (token, destination rank) pair, in send order
     send_splits: list[int]
     recv_splits: list[int]
+
+    def hidden_states(self) -> torch.Tensor:
+        return self.x
 
 
 def dispatch_host(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, experts: int, fp8: bool = False,

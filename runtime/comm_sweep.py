@@ -113,7 +113,7 @@ def _ep_points(
     (bf16 only), with the rows and bytes that crossed the links."""
     tokens, rank, world = x.shape[0], dist.get_rank(), dist.get_world_size()
     d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
-    y = d.x.contiguous()
+    y = d.hidden_states().contiguous()
     disp, comb = partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), partial(comm.combine, y, d)
     per_src = d.valid.view(world, d.capacity + 1).sum(1)
     rb = comm._sections(HIDDEN, TOPK, fp8)[-1]
@@ -135,7 +135,7 @@ def _ep_points(
     if not fp8:
         h = comm.dispatch_host(x, ids, wts, EXPERTS)
         # check: both paths give the same MoE sum (each expert the identity) on this GPU
-        got = comm.combine((d.x * d.local_w.sum(1, keepdim=True)).to(x.dtype), d).float()
+        got = comm.combine((d.hidden_states() * d.local_w.sum(1, keepdim=True)).to(x.dtype), d).float()
         ref = comm.combine_host((h.x * h.local_w.sum(1, keepdim=True)).to(x.dtype), h, tokens).float()
         err = float(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-6)).item())
         for p in pts:

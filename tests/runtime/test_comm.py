@@ -33,7 +33,7 @@ def _worker(rank: int, world: int, port: int, fp8: bool, q) -> None:  # type: ig
         ref = (x.float() * (w * (ids + 1).float()).sum(dim=1, keepdim=True)).to(torch.bfloat16)
 
         def expert_out(d) -> torch.Tensor:  # type: ignore[no-untyped-def]
-            return (d.x.float() * (d.local_w * scale).sum(dim=1, keepdim=True)).to(torch.bfloat16)
+            return (d.hidden_states().float() * (d.local_w * scale).sum(dim=1, keepdim=True)).to(torch.bfloat16)
 
         def rel(out: torch.Tensor) -> float:
             return ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -43,7 +43,9 @@ def _worker(rank: int, world: int, port: int, fp8: bool, q) -> None:  # type: ig
         d = comm.dispatch(x, ids, w, experts, fp8=fp8, capacity=37 + world)  # same on every rank
         err = rel(comm.combine(expert_out(d), d))
         # the device path received the same rows as the reference (its valid rows, in send order)
-        same_rows = torch.equal(d.x[d.valid].float(), h.x.float()) and torch.allclose(d.local_w[d.valid], h.local_w)
+        same_rows = torch.equal(d.hidden_states()[d.valid].float(), h.x.float()) and torch.allclose(
+            d.local_w[d.valid], h.local_w
+        )
         # a capacity of 4 rows per destination drops the rest: those tokens lose that rank's experts
         small = comm.dispatch(x, ids, w, experts, fp8=fp8, capacity=4)
         dropped = rel(comm.combine(expert_out(small), small))

@@ -36,7 +36,7 @@ def _worker(rank: int, world: int, port: int, q) -> None:  # type: ignore[no-unt
         x = torch.randn(tokens, hidden, generator=gen).to(torch.bfloat16).to(dev)
 
         def moe(d):  # type: ignore[no-untyped-def]
-            return (d.x.float() * d.local_w.sum(1, keepdim=True)).to(torch.bfloat16)
+            return (d.hidden_states().float() * d.local_w.sum(1, keepdim=True)).to(torch.bfloat16)
 
         h = comm.dispatch_host(x, ids, w, experts)
         ref = comm.combine_host(moe(h), h, tokens).float()
