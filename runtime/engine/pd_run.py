@@ -126,6 +126,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="first two workloads only")
     ap.add_argument("--workloads", type=int, default=len(WORKLOADS), help="run the first N workloads")
     a = ap.parse_args()
+    for field in ("prefill", "decode", "layers", "workloads"):
+        if getattr(a, field) < 1:
+            ap.error(f"--{field} must be at least 1")  # one line, exit 2
     from runtime.sweep import provenance  # noqa: PLC0415
 
     prov = provenance()
