@@ -1,21 +1,27 @@
 """Fit a communication profile (`runtime.comm_sweep`) into link efficiencies and latencies.
 
-Per op and world size, least squares on t = latency + wire bytes / (link bandwidth x efficiency),
+Per op and world size, least squares on t = latency + wire bytes / (link bandwidth x efficiency)
+over the CUDA-graph replay times (on NCCL, points whose capture failed, timed eagerly with the
+harness's host launch and sync costs, are not fitted),
 with the wire bytes each op puts on the slowest rank's link:
 - all_reduce (ring): 2 (n-1)/n x buffer;  all_gather: (n-1) x per-rank buffer;
-- ep_dispatch / ep_combine: rows the busiest rank receives x hidden x payload bytes (1 fp8, 2 bf16);
+- ep_dispatch / ep_combine: token rows the busiest rank receives from other ranks x hidden x payload
+  bytes (1 fp8, 2 bf16): the bytes the step model's all-to-all carries (the fixed-capacity path's
+  padding and packed ids/weights count against its efficiency); the host-split reference points
+  (ep_*_host) are kept in the profile for comparison and not fitted;
 - kv_transfer: the buffer.
-The link is the hardware's NVLink per-direction bandwidth. Output: roofline/calibrated/<hw>-comm.json,
+The link is the hardware's NVLink per-direction bandwidth. Output: roofline/calibrated/<hw id>-comm.json,
 which roofline.comm uses in place of its priors for that hardware (and says so). Without such a
 file (no multi-GPU machine measured yet) the priors stand.
 
-Usage: python -m calibration.comm_fit PROFILE.json --hardware h200-sxm [--out FILE]
+Usage: python -m calibration.comm_fit PROFILE.json --hardware h200-sxm [--out FILE] [--kinds allreduce,kv]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from roofline.catalog import get_hardware
+from roofline.errors import PlannerError
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "roofline" / "calibrated"
 OP_KIND = {"all_reduce": "allreduce", "all_gather": "allreduce", "ep_dispatch": "a2a", "ep_combine": "a2a",
@@ -36,14 +43,22 @@ def wire_bytes(p: dict[str, Any]) -> float:
     if p["op"] == "all_gather":
         return float((n - 1) * p["bytes"])
     if p["op"] in ("ep_dispatch", "ep_combine"):
-        return float(p["max_rows_received"] * p["hidden"] * (1 if p["payload"] == "fp8" else 2))
+        rows = p["max_remote_rows"] if "max_remote_rows" in p else p["max_rows_received"]  # older profiles
+        fp8 = p["payload"] == "fp8" and p["op"] == "ep_dispatch"  # combine returns bf16 either way
+        return float(rows * p["hidden"] * (1 if fp8 else 2))
     return float(p["bytes"])
 
 
-def fit(profile: dict[str, Any], link_bytes_per_s: float) -> dict[str, Any]:
-    """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points."""
+def fit(profile: dict[str, Any], link_bytes_per_s: float, kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """{kind: {world: {efficiency, latency_s, points, median_abs_error}}} from the points (of `kinds`
+    only, when given: a kind left out keeps roofline.comm's prior)."""
     groups: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+    gpu = profile["provenance"].get("backend") == "nccl"
     for p in profile["points"]:
+        if p["op"] not in OP_KIND or (gpu and p.get("timing", "cuda-graph") == "eager"):
+            continue  # on GPUs, fitted as engines run them: CUDA-graph replays (old profiles: no timing field)
+        if kinds is not None and OP_KIND[p["op"]] not in kinds:
+            continue
         groups[(OP_KIND[p["op"]], p["world"])].append((wire_bytes(p), p["ms"] * 1e-3))
     out: dict[str, Any] = defaultdict(dict)
     for (kind, world), pts in sorted(groups.items()):
@@ -61,17 +76,39 @@ def fit(profile: dict[str, Any], link_bytes_per_s: float) -> dict[str, Any]:
     return dict(out)
 
 
+def write(
+    profile: dict[str, Any], hardware: str, out: Path | None = None, kinds: tuple[str, ...] | None = None
+) -> Path:
+    """Fit `profile` for catalog hardware `hardware` and write it where roofline.comm reads it."""
+    hw = get_hardware(hardware)
+    link = hw.scaleup.bw_gbps_unidir * 1e9
+    res = {"hardware": hw.id, "provenance": profile["provenance"], "fit": fit(profile, link, kinds)}
+    path = out or OUT_DIR / f"{hw.id}-comm.json"  # the catalog id, as roofline.comm looks it up
+    path.write_text(json.dumps(res, indent=1))
+    return path
+
+
+def _kinds(arg: str | None) -> tuple[str, ...] | None:
+    kinds = tuple(arg.split(",")) if arg else None
+    if kinds and not set(kinds) <= set(OP_KIND.values()):
+        raise ValueError(f"--kinds: unknown {sorted(set(kinds) - set(OP_KIND.values()))}")
+    return kinds
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("profile", type=Path)
     ap.add_argument("--hardware", required=True)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--kinds", help=f"comma-separated subset of {sorted(set(OP_KIND.values()))} to fit")
     a = ap.parse_args()
-    hw = get_hardware(a.hardware)
-    prof = json.loads(a.profile.read_text())
-    res = {"hardware": hw.name, "provenance": prof["provenance"], "fit": fit(prof, hw.scaleup.bw_gbps_unidir * 1e9)}
-    out = a.out or OUT_DIR / f"{hw.name}-comm.json"
-    out.write_text(json.dumps(res, indent=1))
+    try:
+        profile = json.loads(a.profile.read_text())
+        out = write(profile, a.hardware, a.out, _kinds(a.kinds))
+    except (OSError, ValueError, KeyError, PlannerError) as exc:  # unreadable profile, unknown hardware, ...
+        print(f"comm_fit: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(2)
+    res = json.loads(out.read_text())
     for kind, worlds in res["fit"].items():
         for w, f in worlds.items():
             print(f"{kind} x{w}: efficiency {f['efficiency']:.2f}, latency {f['latency_s'] * 1e6:.1f} us, "

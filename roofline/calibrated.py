@@ -8,6 +8,11 @@ peaks), which the returned label says. Only families whose measured kernel is wh
 engines run on that architecture are used: on sm_90, MLA decode with an FP8 KV cache keeps its
 FlashMLA prior (flashinfer's FP8 MLA path, the one measured, is ~6x slower than BF16 there, and
 SGLang uses FlashMLA for FP8 KV on Hopper); elementwise ops keep their prior too.
+
+A table is indexed by bytes per call, so the measured side (runtime.ops, calibration.fit) and the
+looking-up side (roofline.attention_ops) must count attention bytes alike: the functions below are
+that one count (KV reads for decode; Q/K/V of new and cached tokens for prefill, without the query
+and output traffic of the decode kernel), and tests hold both sides to them.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import json
 import math
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from roofline.catalog.schema import HardwareSpec
+if TYPE_CHECKING:  # annotations only: runtime.ops imports the byte counts on GPU machines without pydantic
+    from roofline.catalog.schema import HardwareSpec
 
 MEASURED = {"sm_90": "h200-sxm"}  # architecture -> hardware whose profile it uses
 FAMILY = {
@@ -32,6 +39,18 @@ FAMILY = {
 # Measured but not what engines run: flashinfer's FP8-KV MLA (SGLang uses FlashMLA on Hopper) and
 # a plain-torch RMSNorm (several kernels; engines run one fused kernel).
 SKIP = {"mla_decode/fp8", "elementwise/bf16"}
+
+
+def mla_decode_bytes(kv_tokens: float, kv_lora: int, rope: int, kv_bytes: float) -> float:
+    """Bytes an absorbed MLA decode call is counted as moving: every attended cached token's latent
+    and rope key, once (FlashMLA reads the KV once per sequence)."""
+    return kv_tokens * (kv_lora + rope) * kv_bytes
+
+
+def mla_prefill_bytes(new_tokens: float, prefix_tokens: float, heads: float, qk: int, v: int) -> float:
+    """Bytes a non-absorbed MLA prefill call is counted as moving: Q, K and V (bf16) of the new and
+    the cached-prefix tokens."""
+    return (new_tokens + prefix_tokens) * heads * (2 * qk + v) * 2.0
 
 
 class Table:

@@ -3,9 +3,9 @@
 Each is latency + bytes / (link bandwidth x efficiency). Links: the NVLink domain (8 GPUs on
 HGX, 72 on NVL72) at its per-direction bandwidth; beyond it RDMA at the NIC rate; PCIe for
 systems without NVLink (RTX PRO 6000). The efficiencies are priors with sources below; a fitted
-multi-GPU profile (`calibration.comm_fit` -> roofline/calibrated/<hw>-comm.json) replaces the NVLink
-ones for its architecture, as the kernel tables do (none is committed yet: no multi-GPU machine
-has been measured).
+multi-GPU profile (`calibration.comm_fit` -> roofline/calibrated/<hw id>-comm.json) replaces the
+NVLink ones for its architecture, as the kernel tables do. sm_90 has one, measured on two H200s
+joined by NVLink (world 2): larger worlds and other sm_90 GPUs use it transferred, and say so.
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ def _arch(hw: HardwareSpec) -> str:
     return "sm_100" if hw.arch in ("sm_100", "sm_103") else "sm_90"
 
 
-MEASURED = {"sm_90": "h200-sxm"}  # architecture -> hardware whose comm profile it uses
+MEASURED = {"sm_90": "h200-sxm"}  # architecture -> catalog id of the hardware whose comm profile it uses
+CALIBRATED = resources.files("roofline") / "calibrated"  # where calibration.comm_fit writes <id>-comm.json
 
 
 @cache
 def _fitted(hardware: str) -> dict[str, dict[str, dict[str, float]]]:
-    path = resources.files("roofline") / "calibrated" / f"{hardware}-comm.json"
+    path = CALIBRATED / f"{hardware}-comm.json"
     return json.loads(path.read_text())["fit"] if path.is_file() else {}
 
 
@@ -72,7 +73,11 @@ def link(hw: HardwareSpec, kind: str, ranks: int, prior: LinkPrior) -> LinkPrior
     worlds = sorted(int(w) for w in fit)
     w = max((x for x in worlds if x <= ranks), default=worlds[0])
     f = fit[str(w)]
-    where = f"measured on {source}, {w} GPUs" + ("" if hw.id == source else f", transferred to {hw.id}")
+    where = f"measured on {source} at world {w}"
+    if ranks != w:
+        where += f", transferred to world {ranks}"
+    if hw.id != source:
+        where += f", transferred to {hw.id}"
     return LinkPrior(f["efficiency"], f["latency_s"], where)
 
 
@@ -80,13 +85,18 @@ def ep_copies(hw: HardwareSpec, ep: int, top_k: int, node_limit: int, normal_mod
     """Expected copies of one token's hidden state sent (over NVLink/PCIe, over RDMA) by an EP
     dispatch; combine mirrors it.
 
-    Destinations are uniform over the ep ranks. Within the NVLink domain every remote expert
-    gets its own copy. Beyond it, DeepEP's normal (prefill) kernels send one RDMA copy per
+    Destinations are uniform over the ep ranks. Within the NVLink domain, normal (prefill) kernels
+    send a token once per remote rank that holds any of its experts (DeepEP `get_dispatch_layout`:
+    `is_token_in_rank`; runtime.comm does the same): (ep-1)(1-(1-1/ep)^top_k) copies; low-latency
+    (decode) kernels send one copy per remote expert: top_k (1-1/ep). Beyond the domain, DeepEP's
+    normal (prefill) kernels send one RDMA copy per
     destination node and fan out over NVLink, and node-limited routing caps the nodes a token
     reaches (DeepSeek-V3 report: at most 4); low-latency (decode) kernels send one RDMA copy
     per remote expert (DeepEP README)."""
     domain = max(hw.scaleup.domain_gpus, 1)
     if ep <= domain:
+        if normal_mode:
+            return (ep - 1) * (1 - (1 - 1 / ep) ** top_k), 0.0
         return top_k * (1 - 1 / ep), 0.0
     nodes = ep / domain
     if normal_mode:

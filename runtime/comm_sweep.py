@@ -2,7 +2,11 @@
 per GPU, writing a profile with provenance (`planner calibrate --ops comm`).
 
 Each point is the median over repetitions of the slowest rank's time (a collective finishes when
-its last rank does), after warm-up. NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
+its last rank does), after warm-up. Every op is timed eagerly and as CUDA-graph replays (as a
+graph-decode engine runs it; `ms` is the replay where capture works, `ms_eager` the eager call,
+whose host launch and sync costs are the harness's, not the link's); EP dispatch/combine use
+runtime.comm's fixed-capacity path, beside the host-split reference (ep_*_host, eager).
+NCCL on GPUs with NVLink multicast off (NCCL_NVLS_ENABLE=0);
 gloo on the CPU, which only checks the harness: its times say nothing about GPUs.
 
 Usage: python -m runtime.comm_sweep --out FILE [--worlds 2,4,8] [--backend nccl|gloo] [--quick]
@@ -33,7 +37,7 @@ FULL = {
     "all_reduce_bytes": [2**k for k in range(16, 29, 2)],  # 64 KB .. 256 MB
     "all_gather_bytes": [2**k for k in range(16, 27, 2)],  # per rank, 64 KB .. 64 MB
     "kv_bytes": [2**k for k in range(20, 29, 2)],  # 1 MB .. 256 MB
-    "ep_tokens": [64, 256, 1024, 4096],  # per rank
+    "ep_tokens": [16, 64, 128, 256, 512, 1024, 2048, 4096],  # per rank
     "warmup": 3,
     "reps": 10,
 }
@@ -66,40 +70,112 @@ def _time(fn: Callable[[], object], dev: torch.device, warmup: int, reps: int) -
     return statistics.median(samples)
 
 
+def _graphed(fn: Callable[[], object], dev: torch.device) -> Callable[[], object] | None:
+    """`fn` captured in a CUDA graph (as a graph-decode engine runs it), or None on the CPU."""
+    if dev.type != "cuda":
+        return None
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            fn()
+    except RuntimeError as exc:  # a collective that cannot be captured is timed eagerly, and says so
+        print(f"rank {dist.get_rank()}: graph capture failed ({exc}); eager timing only", flush=True)
+        torch.cuda.synchronize(dev)
+        return None
+    return g.replay
+
+
+def _slowest(v: float, dev: torch.device) -> float:
+    t = torch.tensor([v], dtype=torch.float64, device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t)
+
+
+def _timed(fn: Callable[[], object], dev: torch.device, w: int, r: int) -> dict[str, Any]:
+    """`ms`: CUDA-graph replay where the op captures (what a graph-launched step pays), else eager;
+    `ms_eager`: the eager call, host launch and synchronisation included."""
+    eager = _time(fn, dev, w, r)
+    replay = _graphed(fn, dev)
+    ms = _time(replay, dev, w, r) if replay else eager
+    return {"ms": ms, "ms_eager": eager, "timing": "cuda-graph" if replay else "eager"}
+
+
+def _ep_points(
+    x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, fp8: bool, dev: torch.device, w: int, r: int
+) -> list[dict[str, Any]]:
+    """Device-side dispatch/combine, eager and as CUDA-graph replays, and the host-split reference
+    (bf16 only), with the rows and bytes that crossed the links."""
+    tokens, rank, world = x.shape[0], dist.get_rank(), dist.get_world_size()
+    d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
+    y = d.hidden_states().contiguous()
+    disp, comb = partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), partial(comm.combine, y, d)
+    per_src = d.valid.view(world, d.capacity + 1).sum(1)
+    rb = comm._sections(HIDDEN, TOPK, fp8)[-1]
+    common = {
+        "tokens_per_rank": tokens,
+        "hidden": HIDDEN,
+        "topk": TOPK,
+        "payload": "fp8" if fp8 else "bf16",
+        "capacity": d.capacity,
+        "row_bytes": rb,
+        "max_remote_rows": int(_slowest(float(per_src.sum() - per_src[rank]), dev)),
+        "padded_wire_bytes": (world - 1) * (d.capacity + 1) * rb,
+        "imbalance": comm.load_imbalance(ids, EXPERTS),
+    }
+    pts = []
+    dev_ops: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch", disp), ("ep_combine", comb))
+    for op, fn in dev_ops:
+        pts.append({"op": op, **common, **_timed(fn, dev, w, r)})
+    if not fp8:
+        h = comm.dispatch_host(x, ids, wts, EXPERTS)
+        # check: both paths give the same MoE sum (each expert the identity) on this GPU
+        got = comm.combine((d.hidden_states() * d.local_w.sum(1, keepdim=True)).to(x.dtype), d).float()
+        ref = comm.combine_host((h.x * h.local_w.sum(1, keepdim=True)).to(x.dtype), h, tokens).float()
+        err = float(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-6)).item())
+        for p in pts:
+            p["max_rel_diff_vs_host_split"] = _slowest(err, dev)
+        hd = partial(comm.dispatch_host, x, ids, wts, EXPERTS)
+        hc = partial(comm.combine_host, h.x, h, tokens)
+        host: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch_host", hd), ("ep_combine_host", hc))
+        for op, fn in host:
+            pts.append({"op": op, **common, "ms": _time(fn, dev, w, r), "timing": "eager (host-split reference)"})
+    return pts
+
+
 def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[str, Any]]:
     w, r = grid["warmup"], grid["reps"]
     dt = torch.bfloat16
     pts: list[dict[str, Any]] = []
     for b in grid["all_reduce_bytes"]:
         x = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "all_reduce", "bytes": b, "ms": _time(partial(comm.all_reduce, x), dev, w, r)})
+        pts.append({"op": "all_reduce", "bytes": b, **_timed(partial(comm.all_reduce, x), dev, w, r)})
     for b in grid["all_gather_bytes"]:
         x = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "all_gather", "bytes": b, "ms": _time(partial(comm.all_gather, x), dev, w, r)})
+        pts.append({"op": "all_gather", "bytes": b, **_timed(partial(comm.all_gather, x), dev, w, r)})
     for b in grid["kv_bytes"]:
         kv = torch.ones(b // 2, dtype=dt, device=dev)
-        pts.append({"op": "kv_transfer", "bytes": b, "ms": _time(partial(comm.kv_transfer, kv, 0, 1), dev, w, r)})
+        pts.append({"op": "kv_transfer", "bytes": b, **_timed(partial(comm.kv_transfer, kv, 0, 1), dev, w, r)})
     gen = torch.Generator().manual_seed(dist.get_rank())
     for tokens in grid["ep_tokens"]:
         ids, wts = comm.route(tokens, EXPERTS, TOPK, SKEW, gen)
+        ids, wts = ids.to(dev), wts.to(dev)  # routing lives on the GPU, as an engine's router output does
         x = torch.randn(tokens, HIDDEN, generator=gen).to(dt).to(dev)
         for fp8 in (False, True):
-            d = comm.dispatch(x, ids, wts, EXPERTS, fp8=fp8)
-            t_d = _time(partial(comm.dispatch, x, ids, wts, EXPERTS, fp8=fp8), dev, w, r)
-            t_c = _time(partial(comm.combine, d.x, d, tokens), dev, w, r)
-            rows = torch.tensor([sum(d.recv_splits)], dtype=torch.float64, device=dev)
-            dist.all_reduce(rows, op=dist.ReduceOp.MAX)
-            common = {"tokens_per_rank": tokens, "hidden": HIDDEN, "topk": TOPK, "payload": "fp8" if fp8 else "bf16"}
-            extra = {"max_rows_received": int(rows), "imbalance": comm.load_imbalance(ids, EXPERTS)}
-            pts.append({"op": "ep_dispatch", **common, "ms": t_d, **extra})
-            pts.append({"op": "ep_combine", **common, "ms": t_c, **extra})
+            pts += _ep_points(x, ids, wts, fp8, dev, w, r)
     for p in pts:
         p["world"] = world
     return pts
 
 
 def _worker(rank: int, world: int, port: int, backend: str, grid: dict[str, Any], q: Any) -> None:
-    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    for var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        os.environ[var] = "0" if var == "NCCL_NVLS_ENABLE" else "1"  # no NVLink multicast, ever
     dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
@@ -137,11 +213,21 @@ def provenance(backend: str) -> dict[str, Any]:
     }
 
 
+def default_worlds(gpus: int) -> tuple[int, ...]:
+    """Powers of two from 2 up to the GPUs here, and all of them: 2, 4, 8 on an 8-GPU box, 2 and 3
+    on a 3-GPU one."""
+    pows = [2**k for k in range(1, max(gpus, 2).bit_length()) if 2**k <= gpus]
+    return tuple(sorted({*pows, gpus})) if gpus >= 2 else ()
+
+
 def run_comm_sweep(
-    out: Path, worlds: tuple[int, ...] = (2, 4, 8), backend: str = "nccl", quick: bool = False, log: Any = print
+    out: Path, worlds: tuple[int, ...] | None = None, backend: str = "nccl", quick: bool = False, log: Any = print
 ) -> dict[str, Any]:
-    """Run every world size that fits the GPUs here (all of them on gloo) and write the profile."""
-    have = torch.cuda.device_count() if backend == "nccl" else max(worlds)
+    """Run every world size that fits the GPUs here (all of them on gloo) and write the profile;
+    without `worlds`, `default_worlds` of this machine's GPU count."""
+    if worlds is None:
+        worlds = default_worlds(torch.cuda.device_count()) if backend == "nccl" else (2,)
+    have = torch.cuda.device_count() if backend == "nccl" else max(worlds, default=0)
     runnable = [w for w in worlds if 2 <= w <= have]
     if not runnable:
         raise RuntimeError(f"comm sweep needs at least 2 GPUs for NCCL; this machine has {have}")
@@ -174,11 +260,12 @@ def run_comm_sweep(
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--worlds", default="2,4,8")
+    ap.add_argument("--worlds", default="", help="comma-separated; default: 2, 4, 8, ... up to the GPUs here")
     ap.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    run_comm_sweep(a.out, tuple(int(w) for w in a.worlds.split(",")), a.backend, a.quick)
+    worlds = tuple(int(w) for w in a.worlds.split(",")) if a.worlds else None
+    run_comm_sweep(a.out, worlds, a.backend, a.quick)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 sm_90 (H100/H200) is what this project measures. The sm_100/sm_103 and sm_120 entries name
 flashinfer's documented APIs for those chips (flashinfer 0.7.2: trtllm-gen and cute-dsl MLA on
 SM100, xqa/fa2 on SM12x, `mm_fp4`, trtllm-gen fused MoE on SM100, Marlin/cutlass on SM120) and
-are selected by the same function, but are not verified here: `verified` says so.
+are selected by the same function, but are not verified here: `verified` says so. `build` says
+what `runtime.build_check` found when compiling them for that architecture on an H200 machine
+(compile only, nothing run; calibration/data/blackwell_builds.json holds the run).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ class Choice:
     backend: str = ""
     verified: bool = False
     note: str = ""
+    build: str = ""  # compile-only result for an architecture not run here
+
+
+BUILDS = "builds, not run here"
+TORCH = "builds, not run here (prebuilt in torch 2.11 cu130, whose arch list has sm_100 and sm_120)"
+CUBINS = "not built here: flashinfer downloads trtllm-gen cubins at build time, and the device has no network"
+SLOW = "did not finish building within 300 s on 16-32 cores (not known to fail)"
 
 
 REGISTRY: dict[str, dict[str, Choice]] = {
@@ -47,25 +56,29 @@ REGISTRY: dict[str, dict[str, Choice]] = {
         ),
     },
     "sm_100": {
-        "mla_decode": Choice("flashinfer.mla.BatchMLAPagedAttentionWrapper", "trtllm-gen"),
-        "attn_prefill": Choice("flashinfer.BatchPrefillWithRaggedKVCacheWrapper", "cutlass"),
-        "gemm_bf16": Choice("torch.matmul", "cublas"),
-        "gemm_fp8_decode": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass"),
-        "gemm_fp8_prefill": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass"),
-        "gemm_fp4": Choice("flashinfer.mm_fp4", "cutlass"),
-        "moe_gemm_bf16": Choice("torch._grouped_mm", ""),
-        "moe_gemm_fp8": Choice("flashinfer.fused_moe.trtllm_fp8_block_scale_moe", "trtllm-gen"),
-        "moe_gemm_fp4": Choice("flashinfer.fused_moe.trtllm_fp4_block_scale_moe", "trtllm-gen"),
+        "mla_decode": Choice("flashinfer.mla.BatchMLAPagedAttentionWrapper", "trtllm-gen", build=CUBINS),
+        "attn_prefill": Choice("flashinfer.BatchPrefillWithRaggedKVCacheWrapper", "cutlass", build=BUILDS),
+        "gemm_bf16": Choice("torch.matmul", "cublas", build=TORCH),
+        "gemm_fp8_decode": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass", build=SLOW),
+        "gemm_fp8_prefill": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass", build=SLOW),
+        "gemm_fp4": Choice("flashinfer.mm_fp4", "cutlass", build=BUILDS),
+        "moe_gemm_bf16": Choice("torch._grouped_mm", "", build=TORCH),
+        "moe_gemm_fp8": Choice("flashinfer.fused_moe.trtllm_fp8_block_scale_moe", "trtllm-gen", build=CUBINS),
+        "moe_gemm_fp4": Choice("flashinfer.fused_moe.trtllm_fp4_block_scale_moe", "trtllm-gen", build=CUBINS),
     },
     "sm_120": {
-        "mla_decode": Choice("flashinfer.mla.BatchMLAPagedAttentionWrapper", "xqa", note="BF16 or FP8 Q = KV"),
-        "attn_prefill": Choice("flashinfer.BatchPrefillWithRaggedKVCacheWrapper", "fa2"),
-        "gemm_bf16": Choice("torch.matmul", "cublas"),
-        "gemm_fp8_decode": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass"),
-        "gemm_fp8_prefill": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass"),
-        "gemm_fp4": Choice("flashinfer.mm_fp4", "cutlass"),
-        "moe_gemm_bf16": Choice("torch._grouped_mm", ""),
-        "moe_gemm_fp4": Choice("flashinfer.fused_moe.cutlass_fused_moe", "cutlass", note="no trtllm-gen on SM12x"),
+        "mla_decode": Choice(
+            "flashinfer.mla.BatchMLAPagedAttentionWrapper", "xqa", note="BF16 or FP8 Q = KV", build=BUILDS
+        ),
+        "attn_prefill": Choice("flashinfer.BatchPrefillWithRaggedKVCacheWrapper", "fa2", build=BUILDS),
+        "gemm_bf16": Choice("torch.matmul", "cublas", build=TORCH),
+        "gemm_fp8_decode": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass", build=SLOW),
+        "gemm_fp8_prefill": Choice("flashinfer.gemm_fp8_nt_groupwise", "cutlass", build=SLOW),
+        "gemm_fp4": Choice("flashinfer.mm_fp4", "cutlass", build=SLOW),
+        "moe_gemm_bf16": Choice("torch._grouped_mm", "", build=TORCH),
+        "moe_gemm_fp4": Choice(
+            "flashinfer.fused_moe.cutlass_fused_moe", "cutlass", note="no trtllm-gen on SM12x", build=SLOW
+        ),
     },
 }
 ARCH = {(9, 0): "sm_90", (10, 0): "sm_100", (10, 3): "sm_100", (12, 0): "sm_120"}

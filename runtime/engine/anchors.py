@@ -7,6 +7,7 @@ engine's current measured runtime parameters. runtime.engine.run calls the same 
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -20,22 +21,39 @@ WARMUP = 0.25
 METRICS = ("tpot_ms", "ttft_ms", "e2e_ms", "output_tok_s")
 
 
-def anchor(c: int, isl: int, osl: int, n: int, metric: str, value: float, prov: dict[str, Any]) -> dict[str, Any]:
+AGGREGATED = {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}}
+
+
+def pd_deployment(prefill: int, decode: int) -> dict[str, Any]:
+    """P prefill and D decode instances of one GPU each (runtime.engine.pd)."""
+    one = {"gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}
+    return {"prefill": {"instances": prefill, **one}, "decode": {"instances": decode, **one}}
+
+
+def anchor(
+    c: int,
+    isl: int,
+    osl: int,
+    n: int,
+    metric: str,
+    value: float,
+    prov: dict[str, Any],
+    deployment: dict[str, Any] = AGGREGATED,
+    tag: str = "engine-h200",
+) -> dict[str, Any]:
     """One anchor in ../shared/validation format, with the engine's measured runtime parameters and
     the simulation settings that reproduce its loop (request count, all clients at t=0, warm-up by
     completions, whole-request KV reservation)."""
     runtime = yaml.safe_load(RUNTIME.read_text())
     return {
-        "id": f"engine-h200-c{c}-isl{isl}-{metric.replace('_', '-')}",
+        "id": f"{tag}-c{c}-isl{isl}-{metric.replace('_', '-')}",
         "source": f"runtime.engine on {prov['gpu']}, "
         f"{prov['date']} (torch {prov['torch']}, flashinfer {prov['flashinfer']})",
         "model": CONFIG,
         "hardware": "h200-sxm",
         "engine": "other",
         "phase": "end-to-end",
-        "deployment": {
-            "aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1, "pp": 1}
-        },
+        "deployment": copy.deepcopy(deployment),  # no YAML aliases between anchors
         "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8", "moe": "fp8"},
         "mtp": None,
         "workload": {"isl": isl, "osl": osl, "concurrency": c, "concurrency_scope": "total"},
@@ -57,17 +75,32 @@ def anchor(c: int, isl: int, osl: int, n: int, metric: str, value: float, prov: 
     }
 
 
-def anchors(results: list[dict[str, Any]], prov: dict[str, Any]) -> list[dict[str, Any]]:
+def anchors(
+    results: list[dict[str, Any]],
+    prov: dict[str, Any],
+    deployment: dict[str, Any] = AGGREGATED,
+    tag: str = "engine-h200",
+) -> list[dict[str, Any]]:
     return [
-        anchor(r["concurrency"], r["isl"], r["osl"], r["requests"], k, r[k], prov) for r in results for k in METRICS
+        anchor(r["concurrency"], r["isl"], r["osl"], r["requests"], k, r[k], prov, deployment, tag)
+        for r in results
+        for k in METRICS
     ]
 
 
-def write(out_dir: Path, results: list[dict[str, Any]], prov: dict[str, Any]) -> None:
+def write(
+    out_dir: Path,
+    results: list[dict[str, Any]],
+    prov: dict[str, Any],
+    name: str = "engine",
+    deployment: dict[str, Any] = AGGREGATED,
+    tag: str = "engine-h200",
+) -> None:
+    """{name}_results.json (measurements with provenance) and {name}_anchors.yaml in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "engine_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
-    doc = {"version": 1, "anchors": anchors(results, prov)}
-    (out_dir / "engine_anchors.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (out_dir / f"{name}_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
+    doc = {"version": 1, "anchors": anchors(results, prov, deployment, tag)}
+    (out_dir / f"{name}_anchors.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from roofline.calibrated import mla_decode_bytes, mla_prefill_bytes
 from runtime.ops import GpuOp
 
 WORKSPACE_BYTES = 128 * 1024 * 1024
@@ -64,7 +65,7 @@ class MLADecode(GpuOp):
         self.out = torch.empty_like(self.q_nope)
         self.kernel = f"flashinfer BatchMLAPagedAttentionWrapper({backend})"
         self.flops = batch * ctx * heads * 2.0 * (CKV + KPE + CKV)
-        self.bytes = batch * ctx * (CKV + KPE) * kvb + 2 * batch * heads * (CKV + KPE + CKV) * 2
+        self.bytes = mla_decode_bytes(batch * ctx, CKV, KPE, kvb)  # the count the step model looks up
         self.batch, self.ctx, self.pages_per = batch, ctx, pages_per
         self.tol = (3e-2, 3e-2) if kv == "bf16" else (6e-2, 6e-2)
 
@@ -107,7 +108,7 @@ class MLAPrefill(GpuOp):
         self.kernel = "flashinfer BatchPrefillWithRaggedKVCacheWrapper(fa3)"
         pairs = batch * (new * prefix + new * (new + 1) / 2)
         self.flops = pairs * heads * 2.0 * (qk + V_HEAD)
-        self.bytes = (batch * new * heads * (qk + V_HEAD) + batch * kv * heads * (qk + V_HEAD)) * 2.0
+        self.bytes = mla_prefill_bytes(batch * new, batch * prefix, heads, qk, V_HEAD)  # as the step model counts
         self.new, self.prefix, self.kv = new, prefix, kv
 
     def run(self) -> torch.Tensor:
