@@ -167,7 +167,7 @@ def test_7_side_by_side_keeps_both_sides_when_they_are_the_same_deployment():
     at = _app().run()
     next(s for s in at.selectbox if s.label == "deployment").select_index(1)
     at.run()
-    at = _set(at, experts="fp8")
+    at = _set(at, **{"KV cache": "bf16"})  # a what-if that fits any plan's pools
     what_if = _metric(at, "TTFT ms (what-if").value
     planned = next(m for m in at.metric if m.label.startswith("TTFT") and not m.delta).value
     sides = " ".join(df.value.to_string() for df in at.dataframe[1:])
@@ -187,10 +187,25 @@ def test_9_memory_chart_shows_offload_and_capacity_in_plain_words(default):
     spec = _chart(default, "offloaded")
     names = [t["name"] for t in spec["data"]]
     assert not any(n in ("kv_pool", "activations_and_graphs") for n in names)
-    offload = next(t for t in spec["data"] if "offloaded" in t["name"])
-    assert max(offload["y"]) > 0  # the default #1's prefill pool streams experts from host
     assert spec["layout"].get("shapes")  # the GPU's capacity line
-    steps = _chart(default, "weight offload")
+    # a deployment whose prefill streams experts from host (seed 000's GB200 DP2 EP2 prefill)
+    from planner.dashboard.charts import breakdown_figure, memory_figure
+    from planner.dashboard.whatif import breakdown
+
+    scn = {
+        "model": "deepseek-v3",
+        "hardware": "gb200-nvl72",
+        "deployment": {
+            "prefill": {"instances": 4, "gpus_per_instance": 2, "dp_attention": 2, "ep": 2},
+            "decode": {"gpus_per_instance": 16, "dp_attention": 16, "ep": 16},
+        },
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
+        "workload": {"isl": 2000, "osl": 1000, "request_rate": 5.0},
+    }
+    b = breakdown(scn)
+    mem = json.loads(memory_figure(b).to_json())
+    assert max(next(t for t in mem["data"] if "offloaded" in t["name"])["y"]) > 0
+    steps = json.loads(breakdown_figure([("plan", b)]).to_json())
     assert max(next(t for t in steps["data"] if t["name"] == "weight offload")["y"]) > 0
 
 
