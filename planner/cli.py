@@ -7,6 +7,7 @@ traceback.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -124,6 +125,8 @@ def estimate(
     as_json: JsonFlag = False,
 ) -> None:
     """Steady-state TTFT, TPOT, throughput, step breakdown and memory for a scenario."""
+    if concurrency is not None and not (math.isfinite(concurrency) and 0 < concurrency <= 1e7):
+        raise PlannerError(f"--concurrency: a number of requests in flight in (0, 1e7] (got {concurrency})")
     s = load_scenario(scenario)
     _estimate(s, scenario.parent, concurrency, as_json, s.name)
 

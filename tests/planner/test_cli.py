@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -136,3 +137,11 @@ def test_mixed_instance_sizes_all_serve_requests():
     result, _ = run_simulation(res, SimConfig(requests=400, seed=1, router="round_robin"))
     used = set(result.table.decode_instance.tolist())
     assert {result.instances[u][1] for u in used} == {1, 2}  # both decode pools took requests
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-5", "inf"])
+def test_estimate_refuses_a_concurrency_that_is_not_a_positive_number(value):
+    """Fuzz signatures: --concurrency nan raised ValueError, 0 ZeroDivisionError, -5 was accepted."""
+    out = CliRunner().invoke(app, ["estimate", "examples/deepseek-v3-gb200-disagg.yaml", "--concurrency", value])
+    assert out.exit_code == 2
+    assert "--concurrency" in out.output
