@@ -120,7 +120,7 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
 
 
 MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommendations ...
-SIMULATION_BUDGET_S = 12.0  # ... and CPU seconds (at least `verify_top` simulations always run)
+SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
 
 
 def _verify(q: Question, recs: list[Recommendation], say: Callable[[str], None]) -> int:
