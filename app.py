@@ -1,7 +1,7 @@
 """Streamlit dashboard: `streamlit run app.py`.
 
 Thin by design: it lays out what `planner.dashboard` computes from the same API as the `planner`
-CLI. Every figure of a recommendation comes from its one record (`planner.plan_report.record`);
+CLI. Every figure of a recommendation comes from its one record (`planner.report.plan_report.record`);
 what-if figures are estimates, compared with the same deployment estimated the same way.
 Settings live in the URL so a page can be shared; bad input shows as a message on the page.
 """
@@ -17,9 +17,9 @@ import streamlit as st
 from planner.dashboard import answers, charts, exports, inputs, pages, simview, urlstate, view, whatif_view
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
-from planner.plan import Answer, plan
-from planner.plan_report import table_rows
-from planner.question import DEFAULT_QUESTION, Question, build_question
+from planner.inputs.question import DEFAULT_QUESTION, Question, build_question
+from planner.report.plan_report import table_rows
+from planner.search.plan import Answer, plan
 from roofline.catalog import hardware_ids, model_ids
 from roofline.errors import PlannerError
 

@@ -3,7 +3,7 @@
 For every anchor of the given files (default: validation/public/*.yaml and
 ../shared/validation/seed_anchors.yaml) that AIConfigurator can express, run AIC's estimate
 (`aiconfigurator.cli.api.cli_estimate`, in AIC's own virtualenv, one worker process, a timeout
-per anchor) and the planner's prediction (`planner.validate.predict_anchor`), print both with
+per anchor) and the planner's prediction (`planner.search.validate.predict_anchor`), print both with
 their errors, then the median |error| of each on the anchors BOTH predict, by metric class
 (ttft, tpot, throughput, other) and by split. AIC's raw results are cached in
 bench/results/aiconfigurator_predictions.json (key: anchor id + exact AIC inputs; each entry keeps
@@ -60,7 +60,7 @@ from typing import Any
 import yaml
 from aic_inputs import Unexpressible, aic_inputs, aic_metric, fp8_variants
 
-from planner.validate import predict_anchor
+from planner.search.validate import predict_anchor
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / "results" / "aiconfigurator_predictions.json"

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from planner.compare import compare
+from planner.search.compare import compare
 
 OUT = Path(__file__).parent / "results" / "compare_speed.json"
 

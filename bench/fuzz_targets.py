@@ -28,17 +28,17 @@ from typing import Any
 
 from bench.fuzz_mutate import ROOT, Case
 from calibration.fit import samples
-from planner.defaults import resolve
-from planner.edge import json_text
-from planner.estimator import estimate
-from planner.explain import explain
-from planner.plan import plan
-from planner.plan_report import answer_dict
-from planner.question import load_question
-from planner.report import estimate_dict, explanation_dict
-from planner.scenario import load_scenario
-from planner.simulate import run_simulation
-from planner.validate import results_json, validate_file
+from planner.inputs.edge import json_text
+from planner.inputs.question import load_question
+from planner.inputs.scenario import load_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.model.explain import explain
+from planner.model.simulate import run_simulation
+from planner.report.plan_report import answer_dict
+from planner.report.report import estimate_dict, explanation_dict
+from planner.search.plan import plan
+from planner.search.validate import results_json, validate_file
 from roofline.catalog.hf_import import model_from_hf_file
 from roofline.errors import PlannerError
 from roofline.params import active_params, kv_bytes_per_token, total_params

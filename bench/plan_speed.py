@@ -12,8 +12,8 @@ import platform
 import time
 from pathlib import Path
 
-from planner.plan import plan
-from planner.question import DEFAULT_QUESTION, SLO, Question
+from planner.inputs.question import DEFAULT_QUESTION, SLO, Question
+from planner.search.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

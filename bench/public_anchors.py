@@ -1,5 +1,5 @@
 """Accuracy on the public anchor corpus: predicts every anchor of `validation/public/*.yaml` (and any files
-given) with the planner's own `planner.validate.predict_anchor`, prints error tables by split (each file's
+given) with the planner's own `planner.search.validate.predict_anchor`, prints error tables by split (each file's
 `source.split`) and, within a split, by hardware, model, metric and method, plus the anchors that could not
 be predicted grouped by error class, and saves rows and tables to bench/results/public_anchors.json
 (written to a .part file, then renamed).
@@ -24,8 +24,8 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from planner.scenario import load_yaml
-from planner.validate import predict_anchor
+from planner.inputs.scenario import load_yaml
+from planner.search.validate import predict_anchor
 from roofline.errors import PlannerError
 
 ROOT = Path(__file__).resolve().parents[1]

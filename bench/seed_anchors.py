@@ -10,7 +10,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from planner.validate import results_json, validate_file
+from planner.search.validate import results_json, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

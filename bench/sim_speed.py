@@ -15,10 +15,10 @@ import platform
 import time
 from pathlib import Path
 
-from planner.defaults import resolve
-from planner.estimator import estimate
-from planner.scenario import parse_scenario
-from planner.simulate import run_simulation
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.model.simulate import run_simulation
 from simulator import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planner.defaults import resolve
-from planner.scenario import parse_scenario
-from planner.simulate import run_simulation
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.simulate import run_simulation
 from roofline.memory import plan_memory
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The `planner` command line: catalog, estimate, explain, simulate, validate, plan.
 
-Thin: parses arguments, calls the Python API, renders with `planner.report`. A `PlannerError`
+Thin: parses arguments, calls the Python API, renders with `planner.report.report`. A `PlannerError`
 (bad input, a deployment that does not fit) prints one line and exits with status 2, never a
 traceback.
 """
@@ -20,14 +20,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from planner.defaults import resolve
-from planner.edge import json_text, one_line
-from planner.estimator import estimate as run_estimate
-from planner.explain import explain as run_explain
-from planner.plan import plan as run_plan
-from planner.plan_report import answer_dict, print_answer, write_chart
-from planner.question import build_question, load_question
-from planner.report import (
+from planner.inputs.edge import json_text, one_line
+from planner.inputs.question import build_question, load_question
+from planner.inputs.scenario import Scenario, load_scenario, load_yaml
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate as run_estimate
+from planner.model.explain import explain as run_explain
+from planner.model.simulate import run_simulation
+from planner.report.plan_report import answer_dict, print_answer, write_chart
+from planner.report.report import (
     estimate_dict,
     explanation_dict,
     print_estimate,
@@ -35,9 +36,8 @@ from planner.report import (
     print_simulation,
     print_validation,
 )
-from planner.scenario import Scenario, load_scenario, load_yaml
-from planner.simulate import run_simulation
-from planner.validate import results_json, validate_file
+from planner.search.plan import plan as run_plan
+from planner.search.validate import results_json, validate_file
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
 from roofline.errors import PlannerError
 from roofline.params import active_params, kv_bytes_per_token, total_params
@@ -236,7 +236,7 @@ def validate(
 @app.command()
 @_user_errors
 def plan(
-    question: Annotated[Path | None, typer.Option(help="question YAML (fields of planner.question.Question)")] = None,
+    question: Annotated[Path | None, typer.Option(help="question YAML (fields of planner.inputs.question)")] = None,
     model: Annotated[str | None, typer.Option(help="catalog id or HF config.json")] = None,
     hardware: Annotated[str | None, typer.Option(help="catalog id")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPU budget to fill")] = None,
@@ -309,8 +309,8 @@ def compare(
     as_json: JsonFlag = False,
 ) -> None:
     """Which GPU? The tok/s/GPU vs tok/s/user frontier of every system that can hold the model."""
-    from planner.compare import compare as run_compare  # noqa: PLC0415
-    from planner.compare import compare_dict, compare_figure, parse_prices, print_compare  # noqa: PLC0415
+    from planner.search.compare import compare as run_compare  # noqa: PLC0415
+    from planner.search.compare import compare_dict, compare_figure, parse_prices, print_compare  # noqa: PLC0415
 
     if engine not in ("sglang", "trtllm", "vllm", "other"):
         raise PlannerError(f"--engine: unknown {engine!r}; allowed: sglang, trtllm, vllm, other")

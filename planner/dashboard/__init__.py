@@ -13,6 +13,6 @@ The page (app.py) only lays these out.
 
 from planner.dashboard.exports import scenario_of
 from planner.dashboard.whatif import breakdown
-from planner.plan_report import table_rows as recommendations_table  # the dashboard's table is the record
+from planner.report.plan_report import table_rows as recommendations_table  # the dashboard's table is the record
 
 __all__ = ["breakdown", "recommendations_table", "scenario_of"]

@@ -2,7 +2,7 @@
 under the user's cache directory, keyed by a fingerprint of the planner's code and data and by
 the question, so an upgrade never serves a stale answer. Unlike Streamlit's own cache this one
 can say whether an answer is already there, so the page knows when to show estimates first.
-It stores what `planner.plan.plan` returned; it plans nothing itself.
+It stores what `planner.search.plan.plan` returned; it plans nothing itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pickle
 from collections import OrderedDict
 from pathlib import Path
 
-from planner.plan import Answer
+from planner.search.plan import Answer
 
 MEMORY: OrderedDict[str, Answer] = OrderedDict()
 KEEP = 32  # answers kept in memory

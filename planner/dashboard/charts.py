@@ -10,9 +10,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from planner.dashboard.whatif import STEP_CATEGORIES, Breakdown
-from planner.plan import Answer
-from planner.plan_report import pareto_figure as report_pareto_figure
-from planner.plan_report import table_rows
+from planner.report.plan_report import pareto_figure as report_pareto_figure
+from planner.report.plan_report import table_rows
+from planner.search.plan import Answer
 
 CATEGORY_COLORS = dict(
     zip(

@@ -1,6 +1,6 @@
 """Files the dashboard offers and reads: downloads (with the what-if applied), an uploaded trace,
 the validation table, and the cache key of persisted answers. No figures are computed here:
-downloads render the recommendation record (`planner.plan_report`) and the what-if's scenario.
+downloads render the recommendation record (`planner.report.plan_report`) and the what-if's scenario.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 import yaml
 
 from planner.dashboard.whatif import WhatIf
-from planner.defaults import resolve, to_scenario
-from planner.plan import Answer, Recommendation
-from planner.plan_report import answer_dict, csv_text
-from planner.scenario import parse_scenario
-from planner.score import Point
-from planner.verify import as_resolved
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve, to_scenario
+from planner.report.plan_report import answer_dict, csv_text
+from planner.search.plan import Answer, Recommendation
+from planner.search.score import Point
+from planner.search.verify import as_resolved
 from roofline.errors import PlannerError
 from simulator import TraceSpec
 
@@ -101,7 +101,7 @@ def trace_from_upload(data: bytes, filename: str, time_scale: float = 1.0) -> Tr
 
 def validation_rows(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Anchors with published, predicted and the error in percent (rounded)."""
-    from planner.validate import validate_file  # noqa: PLC0415  (validation pulls in the simulator)
+    from planner.search.validate import validate_file  # noqa: PLC0415  (validation pulls in the simulator)
 
     results, summary = validate_file(path)
     rows = [

@@ -1,4 +1,4 @@
-"""The "which GPU?" page's content, from `planner.compare` (the CLI's `planner compare`): each
+"""The "which GPU?" page's content, from `planner.search.compare` (the CLI's `planner compare`): each
 system's frontier as rows and a chart. The rows render `compare_dict`; nothing is recomputed.
 All figures are estimates (the compare search does not simulate), and the page says so.
 """
@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from planner.compare import Frontier, compare_dict, compare_figure
+from planner.search.compare import Frontier, compare_dict, compare_figure
 
 
 def summary_rows(fronts: list[Frontier], prices: dict[str, float], min_user: float) -> list[dict[str, Any]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from planner.compare import Frontier, compare, parse_prices
 from planner.dashboard import charts, exports, gpu_compare
 from planner.dashboard.inputs import CHOICES, RANGES
+from planner.search.compare import Frontier, compare, parse_prices
 from roofline.catalog import hardware_ids, model_ids
 
 

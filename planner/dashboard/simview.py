@@ -1,6 +1,6 @@
 """The time series of a deployment under the plan's own traffic: the question's rate or
 concurrency (or the recommendation's operating rate), or the uploaded trace, with as many
-requests as the planner's verification simulates (`planner.verify`: about three rounds of the
+requests as the planner's verification simulates (`planner.search.verify`: about three rounds of the
 requests in flight), so the batch and KV use reach the planned operating point.
 This module simulates and bins; it draws nothing.
 """
@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.defaults import resolve
-from planner.estimator import estimate
-from planner.scenario import parse_scenario
-from planner.simulate import run_simulation
-from planner.verify import MAX_REQUESTS, MIN_REQUESTS, ROUNDS
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.model.simulate import run_simulation
+from planner.search.verify import MAX_REQUESTS, MIN_REQUESTS, ROUNDS
 from simulator import SimConfig
 
 BINS = 120

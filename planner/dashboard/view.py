@@ -1,7 +1,7 @@
 """What the plan page says in words and cards, taken from the one recommendation record.
 
 Cards, badges, the question header, column tooltips and the reasons an answer is empty are all
-read from `planner.plan_report.record` / `table_rows` and the `Answer`; nothing here recomputes
+read from `planner.report.plan_report.record` / `table_rows` and the `Answer`; nothing here recomputes
 a figure the table shows. This module does not plan, simulate or draw.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.plan import Answer
-from planner.plan_report import SLO_NAMES, record, table_rows
-from planner.question import Question
+from planner.inputs.question import Question
+from planner.report.plan_report import SLO_NAMES, record, table_rows
+from planner.search.plan import Answer
 from roofline.catalog import get_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 A `WhatIf` is a change set applied to the recommendation's scenario mapping (the same mapping
 `planner simulate` and the downloads take). Its figures come from the steady-state estimator
-(`planner.estimator`), so they are compared with the recommendation's own estimate, never with
+(`planner.model.estimator`), so they are compared with the recommendation's own estimate, never with
 its simulated p90s. Capacity at the SLO is the largest request rate whose estimate meets every
 target (bisection), so a change that costs throughput shows as lost capacity even though the
 request rate is held. This module does not plan, simulate or draw.
@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.defaults import Resolved, resolve
-from planner.estimator import estimate, estimate_deployment
-from planner.explain import speed_of_light
-from planner.metrics import Metrics
-from planner.scenario import parse_scenario
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import Resolved, resolve
+from planner.model.estimator import estimate, estimate_deployment
+from planner.model.explain import speed_of_light
+from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
 from roofline.memory import MemoryPlan

@@ -11,9 +11,9 @@ from typing import Any
 
 from planner.dashboard.view import slo_badges
 from planner.dashboard.whatif import Breakdown
-from planner.plan import Answer
-from planner.plan_report import record
-from planner.question import Question
+from planner.inputs.question import Question
+from planner.report.plan_report import record
+from planner.search.plan import Answer
 
 
 @dataclass(frozen=True, slots=True)

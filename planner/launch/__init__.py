@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from planner.inputs.question import Question
 from planner.launch import dynamo, sglang, trtllm, vllm
 from planner.launch.common import Inst, Weights, inst, weights
-from planner.question import Question
 from roofline.catalog.schema import MLAAttention
 
 if TYPE_CHECKING:
-    from planner.plan import Recommendation
+    from planner.search.plan import Recommendation
 
 ENGINES = ("sglang", "vllm", "trtllm")
 

@@ -13,9 +13,9 @@ import math
 import shlex
 from dataclasses import dataclass
 
-from planner.deployment import Pool, layout_label
 from planner.engines import LaunchTool, profile
-from planner.question import Question
+from planner.inputs.question import Question
+from planner.model.deployment import Pool, layout_label
 from roofline.catalog import model_ids
 
 PORT = 30000  # HTTP port of every server (each runs on its own node or instance)

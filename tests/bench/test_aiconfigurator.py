@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from planner.scenario import parse_as
-from planner.validate import Anchor
+from planner.inputs.scenario import parse_as
+from planner.search.validate import Anchor
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

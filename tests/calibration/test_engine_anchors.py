@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.validate import validate_file
+from planner.search.validate import validate_file
 
 DATA = Path(__file__).resolve().parents[2] / "calibration" / "data"
 ANCHORS = DATA / "engine_anchors.yaml"

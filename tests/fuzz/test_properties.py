@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from planner.defaults import resolve
-from planner.edge import json_text
-from planner.scenario import parse_scenario
-from planner.simulate import run_simulation
+from planner.inputs.edge import json_text
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.simulate import run_simulation
 from roofline.errors import PlannerError
 
 DEPLOYMENTS: dict[str, dict[str, Any]] = {

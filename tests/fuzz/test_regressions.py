@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.defaults import resolve
-from planner.estimator import estimate
-from planner.scenario import ScenarioError, load_scenario, load_yaml, parse_scenario
-from planner.validate import validate_file
+from planner.inputs.scenario import ScenarioError, load_scenario, load_yaml, parse_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.search.validate import validate_file
 from roofline.catalog.hf_import import model_from_hf_file
 from roofline.errors import CatalogError
 from simulator.router import Router
@@ -37,7 +37,7 @@ def _with(**kw):
 
 @pytest.mark.parametrize("depth", [40, 5000, 50_000])
 def test_deeply_nested_yaml_is_an_error_not_a_recursion_error(tmp_path, depth):
-    """141x RecursionError in planner/scenario.py load_yaml."""
+    """141x RecursionError in planner/inputs/scenario.py load_yaml."""
     p = tmp_path / "deep.yaml"
     p.write_text("name: " + "[" * depth + "1" + "]" * depth + "\n")
     with pytest.raises(ScenarioError, match="nested deeper than 32 levels"):
@@ -45,7 +45,7 @@ def test_deeply_nested_yaml_is_an_error_not_a_recursion_error(tmp_path, depth):
 
 
 def test_a_non_utf8_scenario_is_an_error_naming_the_byte(tmp_path):
-    """77x UnicodeDecodeError in planner/scenario.py load_yaml."""
+    """77x UnicodeDecodeError in planner/inputs/scenario.py load_yaml."""
     p = tmp_path / "s.yaml"
     p.write_bytes(b"model: deepseek-v3\nname: caf\xe9\n")
     with pytest.raises(ScenarioError, match=r"not UTF-8 text \(byte 28 is 0xe9\)"):
@@ -84,7 +84,7 @@ def test_a_phase_without_its_pools_is_refused_at_the_edge(phase, deployment):
 
 
 def test_a_nan_mtp_acceptance_is_refused_by_the_schema():
-    """23x pydantic ValidationError in planner/defaults.py _mtp: NaN passed `accepted <= draft`."""
+    """23x pydantic ValidationError in planner/model/defaults.py _mtp: NaN passed `accepted <= draft`."""
     with pytest.raises(ScenarioError, match=r"mtp.accepted_tokens: must be a finite number"):
         parse_scenario(_with(mtp={"draft_tokens": 2, "accepted_tokens": float("nan")}))
 
@@ -102,7 +102,7 @@ def test_a_nan_mtp_acceptance_is_refused_by_the_schema():
 )
 def test_zero_division_and_overflow_inputs_are_refused_with_the_field(field, value, match):
     """12+7x ZeroDivisionError in estimate_aggregated/disaggregated, 6x OverflowError in
-    planner/defaults.py resolve, and infinite throughput from `request_rate: .inf`."""
+    planner/model/defaults.py resolve, and infinite throughput from `request_rate: .inf`."""
     with pytest.raises(ScenarioError, match=match):
         parse_scenario(_with(**{field: value}))
 
@@ -146,7 +146,7 @@ def test_hf_config_fields_of_the_wrong_type_name_the_key(tmp_path, key, value, m
 
 
 def test_anchor_values_of_odd_types_are_error_rows_and_print(tmp_path):
-    """13+2x ValueError/TypeError in planner/report.py print_validation, 18 nonsense results
+    """13+2x ValueError/TypeError in planner/report/report.py print_validation, 18 nonsense results
     (`value: .nan` gave a NaN median), and one bad anchor ending the whole run."""
     anchors = [
         {"id": "ok-one", "model": "deepseek-v3", "hardware": "h200-sxm", "phase": "decode",

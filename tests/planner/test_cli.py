@@ -127,9 +127,9 @@ def test_a_missing_trace_is_a_clear_error(tmp_path):
 
 
 def test_mixed_instance_sizes_all_serve_requests():
-    from planner.defaults import resolve
-    from planner.scenario import load_scenario
-    from planner.simulate import run_simulation
+    from planner.inputs.scenario import load_scenario
+    from planner.model.defaults import resolve
+    from planner.model.simulate import run_simulation
     from simulator import SimConfig
 
     res = resolve(load_scenario(EXAMPLES / "deepseek-v3-h200-trace-replay.yaml"), EXAMPLES)

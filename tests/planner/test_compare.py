@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.compare import compare, parse_prices
+from planner.search.compare import compare, parse_prices
 
 
 def test_every_system_that_holds_the_model_gets_a_non_dominated_frontier():

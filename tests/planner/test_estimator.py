@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner.defaults import resolve
-from planner.estimator import estimate, max_users_at_slo
-from planner.scenario import parse_scenario
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate, max_users_at_slo
 from tests.simulator.helpers import DISAGG_GB200
 
 AGG = {

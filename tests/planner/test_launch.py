@@ -19,16 +19,16 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.defaults import resolve
-from planner.deployment import Deployment, make_pool
 from planner.engines import ENGINES as PROFILES
 from planner.engines import profile
-from planner.estimator import estimate, max_batch
+from planner.inputs.question import DEFAULT_QUESTION, Question
+from planner.inputs.scenario import load_scenario
 from planner.launch import ENGINES, launch_commands
 from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
-from planner.plan import plan
-from planner.question import DEFAULT_QUESTION, Question
-from planner.scenario import load_scenario
+from planner.model.defaults import resolve
+from planner.model.deployment import Deployment, make_pool
+from planner.model.estimator import estimate, max_batch
+from planner.search.plan import plan
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
 from roofline.catalog.schema import Checkpoints
 from roofline.deployment import Parallelism

@@ -11,17 +11,17 @@ import time
 import pytest
 
 from planner.dashboard import breakdown, recommendations_table, scenario_of
-from planner.defaults import resolve, to_scenario
 from planner.engines import runtime_options
-from planner.estimator import estimate
-from planner.plan import plan
-from planner.plan_report import record
-from planner.question import SLO, Question, build_question
-from planner.scenario import parse_scenario
-from planner.score import score
-from planner.simulate import pool_defs, run_simulation, simulated_metrics
-from planner.space import candidates
-from planner.verify import as_resolved
+from planner.inputs.question import SLO, Question, build_question
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve, to_scenario
+from planner.model.estimator import estimate
+from planner.model.simulate import pool_defs, run_simulation, simulated_metrics
+from planner.report.plan_report import record
+from planner.search.plan import plan
+from planner.search.score import score
+from planner.search.space import candidates
+from planner.search.verify import as_resolved
 from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
 from simulator import SimConfig
@@ -162,7 +162,7 @@ def test_simulate_extends_an_unconverged_run_or_warns():
 
 def test_ray_to_an_address_with_no_cluster_fails_fast():
     pytest.importorskip("ray")
-    from planner.ray_pool import score_on_ray
+    from planner.search.ray_pool import score_on_ray
 
     with socket.socket() as sock:  # a free port nobody listens on
         sock.bind(("127.0.0.1", 0))

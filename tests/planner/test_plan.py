@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.plan import pareto, plan
-from planner.question import SLO, Question
+from planner.inputs.question import SLO, Question
+from planner.search.plan import pareto, plan
 
 SMALL = Question(
     model="qwen3-30b-a3b",
@@ -109,10 +109,10 @@ def test_seed_004_gb200_nvfp4_serves_many_times_more_users_per_gpu_than_h200_fp8
 
 
 def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
-    from planner.defaults import resolve, to_scenario
+    from planner.inputs.scenario import parse_scenario
     from planner.launch import launch_commands
-    from planner.scenario import parse_scenario
-    from planner.verify import as_resolved
+    from planner.model.defaults import resolve, to_scenario
+    from planner.search.verify import as_resolved
 
     a = plan(SMALL.model_copy(update={"verify_top": 0}), workers=1)
     r = a.recommendations[0]

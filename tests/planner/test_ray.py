@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.plan import plan
-from planner.question import SLO, Question
+from planner.inputs.question import SLO, Question
+from planner.search.plan import plan
 
 ray = pytest.importorskip("ray")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.defaults import resolve
-from planner.scenario import ScenarioError, load_scenario, parse_scenario
+from planner.inputs.scenario import ScenarioError, load_scenario, parse_scenario
+from planner.model.defaults import resolve
 from roofline.errors import CatalogError, PlannerError
 
 BASE = {

@@ -8,7 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.validate import results_json, validate_file
+from planner.search.validate import results_json, validate_file
 
 GOOD = {
     "id": "h200-decode",

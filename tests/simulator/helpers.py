@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.defaults import Resolved, resolve
-from planner.scenario import parse_scenario
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import Resolved, resolve
 
 DISAGG_GB200 = {
     "model": "deepseek-v3",

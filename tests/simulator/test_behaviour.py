@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
-from planner.estimator import estimate
-from planner.simulate import run_simulation
+from planner.model.estimator import estimate
+from planner.model.simulate import run_simulation
 from simulator import SimConfig
 from simulator.engine import SimulationError
 from tests.simulator.helpers import AGG_LLAMA, DISAGG_H200, scenario
@@ -44,8 +44,8 @@ def test_seed_003_pd_deployment_queues_at_concurrency_16(shared_dir):
     C prompts at once; on sm_120 the prefill server works through that burst slowly."""
     anchors = yaml.safe_load((shared_dir / "validation" / "seed_anchors.yaml").read_text())["anchors"]
     raw = next(a for a in anchors if a["id"] == "seed-dsv4flash-rtxpro-pd-c16-tpot")
-    from planner.defaults import resolve
-    from planner.validate import Anchor
+    from planner.model.defaults import resolve
+    from planner.search.validate import Anchor
 
     def ttft(conc):
         a = Anchor.model_validate({**raw, "workload": {**raw["workload"], "concurrency": conc}})

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.estimator import estimate
-from planner.simulate import run_simulation
+from planner.model.estimator import estimate
+from planner.model.simulate import run_simulation
 from simulator import SimConfig
 from tests.simulator.helpers import AGG_LLAMA, AGG_QWEN, DISAGG_GB200, DISAGG_H200, scenario
 

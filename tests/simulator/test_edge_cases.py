@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.defaults import resolve
-from planner.scenario import load_scenario
-from planner.simulate import run_simulation
+from planner.inputs.scenario import load_scenario
+from planner.model.defaults import resolve
+from planner.model.simulate import run_simulation
 from simulator import SimConfig
 from simulator.engine import SimulationError
 from simulator.instances import NEVER_FITS

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.simulate import run_simulation
+from planner.model.simulate import run_simulation
 from simulator.metrics import little
 from tests.simulator.helpers import AGG_LLAMA, AGG_QWEN, DISAGG_GB200, DISAGG_H200, scenario
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import yaml
 
+from planner.inputs.question import DEFAULT_QUESTION, Question
 from planner.launch import ENGINES, launch_commands
 from planner.launch.check import split
-from planner.plan import plan
-from planner.question import DEFAULT_QUESTION, Question
+from planner.search.plan import plan
 from roofline.catalog import hardware_ids, model_ids
 
 

@@ -2,7 +2,7 @@
 
 A candidate is a serving mode (aggregated, or disaggregated prefill + decode), an instance
 layout per pool (TP, attention DP, EP, PP), a precision mix the hardware can run, MTP on/off and
-a KV memory fraction. Concurrency per instance is not part of the candidate: `planner.score`
+a KV memory fraction. Concurrency per instance is not part of the candidate: `planner.search.score`
 sweeps it. Layouts include non-powers of two (EP 24, 48, 72, 144) where the NVLink domain and
 the budget allow; PP appears only where the PP=1 layout of the same GPUs cannot hold the weights.
 """
@@ -16,10 +16,10 @@ from functools import cache
 
 from pydantic import ValidationError
 
-from planner.defaults import mtp_acceptance
-from planner.deployment import Deployment, Pool, make_pool
-from planner.question import Question
-from planner.steps import memory
+from planner.inputs.question import Question
+from planner.model.defaults import mtp_acceptance
+from planner.model.deployment import Deployment, Pool, make_pool
+from planner.model.steps import memory
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from planner.defaults import Resolved
-from planner.estimator import estimate
-from planner.metrics import Metrics
+from planner.model.defaults import Resolved
+from planner.model.estimator import estimate
+from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 

@@ -20,14 +20,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from planner.benchmarks import client_config
-from planner.defaults import Resolved
-from planner.edge import format_validation_error, one_line
-from planner.estimator import estimate, max_users_at_slo
-from planner.metrics import Metrics
-from planner.scenario import Scenario, ScenarioError, load_yaml, parse_as
-from planner.simulate import run_simulation
-from planner.unknowns import resolve_any, search_deployment
+from planner.inputs.benchmarks import client_config
+from planner.inputs.edge import format_validation_error, one_line
+from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
+from planner.model.defaults import Resolved
+from planner.model.estimator import estimate, max_users_at_slo
+from planner.model.metrics import Metrics
+from planner.model.simulate import run_simulation
+from planner.search.unknowns import resolve_any, search_deployment
 from roofline.errors import PlannerError
 from simulator import SimConfig
 
@@ -198,13 +198,13 @@ SIMULATED = {
 def simulated_value(metric: str, res: Resolved) -> float:
     """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
     engine's request count and start pattern); else the closed loop of a benchmark client
-    (`planner.benchmarks`: all clients start together, every request counted), or Poisson
+    (`planner.inputs.benchmarks`: all clients start together, every request counted), or Poisson
     arrivals at the anchor's rate for ten times the requests in flight (at least 600, extended
     until the measured window converges); seed 0; means over the window."""
     given = res.simulation
     if given is not None:
         cfg, extend = given, False
-    elif res.concurrency:  # the benchmark client's own pattern (planner.benchmarks)
+    elif res.concurrency:  # the benchmark client's own pattern (planner.inputs.benchmarks)
         cfg, extend = client_config(res.concurrency), False
     else:
         in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s

@@ -1,6 +1,6 @@
 """`planner plan`: search deployments for a question and recommend the best.
 
-Two stages. (1) Every candidate of `planner.space` is scored by `planner.score` (the step-cost
+Two stages. (1) Every candidate of `planner.search.space` is scored by `planner.search.score` (the step-cost
 model, means) on a local process pool, or on a Ray cluster with `ray_address`. (2) The top
 candidates by the objective are simulated under the question's traffic and their p90s checked
 against the SLO; verified candidates rank first. When nothing meets the SLO the answer names the
@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from planner.deployment import Deployment
-from planner.metrics import Metrics
-from planner.question import Question
-from planner.ray_pool import score_on_ray
-from planner.score import Point, Scored, score_many
-from planner.space import Candidate, candidates
-from planner.verify import meets_slo, verify
+from planner.inputs.question import Question
+from planner.model.deployment import Deployment
+from planner.model.metrics import Metrics
+from planner.search.ray_pool import score_on_ray
+from planner.search.score import Point, Scored, score_many
+from planner.search.space import Candidate, candidates
+from planner.search.verify import meets_slo, verify
 from roofline.catalog import get_hardware, get_model
 
 

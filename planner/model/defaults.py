@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.deployment import ROLES, Deployment, Pool, make_pool
 from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
-from planner.scenario import Scenario, ScenarioError, SLOSpec, format_validation_error
+from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, format_validation_error
+from planner.model.deployment import ROLES, Deployment, Pool, make_pool
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
@@ -166,7 +166,7 @@ def stated_runtime(s: Scenario) -> dict[str, object]:
 
 def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     """Fill unknowns with engine defaults and build the deployment. The deployment's layout must be
-    stated; `planner.unknowns.resolve_any` searches a layout left unknown."""
+    stated; `planner.search.unknowns.resolve_any` searches a layout left unknown."""
     if not s.deployment.known:
         raise ScenarioError("deployment: some pool fields are unknown; they are searched by `resolve_any`")
     m = get_model(s.model, base_dir)

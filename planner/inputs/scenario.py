@@ -1,12 +1,12 @@
 """Scenario files: what a user (or an anchor) describes — model, GPUs, deployment, precision,
 workload, SLO — validated strictly at the edge.
 
-Any optional field may be `unknown`; `planner.defaults.resolve` fills it from the documented
+Any optional field may be `unknown`; `planner.model.defaults.resolve` fills it from the documented
 engine default and records what it assumed. Every number is finite and within a physical range,
 and the cross-field rules that need no catalog lookup are checked here (tp x dp_attention x pp =
 gpus_per_instance, ep divides a stage, accepted <= draft tokens, isl + osl within the longest
 context, concurrency or rate, the prefill budget). `load_scenario` turns file, YAML and pydantic
-errors into one-line `ScenarioError` messages that name the field (see `planner.edge`). Rules
+errors into one-line `ScenarioError` messages that name the field (see `planner.inputs.edge`). Rules
 that need the model (ep <= experts, pp <= layers, KV fit) are checked by `resolve`.
 """
 
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from planner.edge import ScenarioError, format_validation_error, load_yaml, parse_as
+from planner.inputs.edge import ScenarioError, format_validation_error, load_yaml, parse_as
 from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, MIN_RATE, InputModel, SimConfig
 
 __all__ = ["ScenarioError", "format_validation_error", "load_yaml", "parse_as"]
@@ -42,7 +42,7 @@ PosInt = Annotated[int, Field(gt=0)]
 class PoolSpec(InputModel):
     """One pool: `instances` copies of an instance of `gpus_per_instance` GPUs laid out as
     tp x dp_attention x pp, with experts over `ep` ranks of each pipeline stage. Any field may be
-    `unknown` (the planner then searches it, `planner.unknowns`)."""
+    `unknown` (the planner then searches it, `planner.search.unknowns`)."""
 
     instances: Annotated[int, Field(gt=0, le=MAX_INSTANCES)] | Unknown = 1
     gpus_per_instance: Annotated[int, Field(gt=0, le=MAX_GPUS_PER_INSTANCE)] | Unknown = "unknown"
@@ -226,7 +226,7 @@ class RuntimeSpec(InputModel):
 
 class Scenario(InputModel):
     """A deployment under a workload. `deployment: unknown` (or absent) and any unknown field are
-    searched by `planner.unknowns.resolve_any`; `planner.defaults.resolve` needs them stated."""
+    searched by `planner.search.unknowns.resolve_any`; `planner.model.defaults.resolve` needs them stated."""
 
     @model_validator(mode="before")
     @classmethod

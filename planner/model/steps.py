@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from planner.deployment import Pool
+from planner.model.deployment import Pool
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
 from roofline.memory import MemoryPlan, plan_memory

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from planner.deployment import layout_label
 from planner.launch import launch_commands
-from planner.metrics import Metrics
-from planner.plan import Answer, Recommendation, cost_per_mtok
+from planner.model.deployment import layout_label
+from planner.model.metrics import Metrics
+from planner.search.plan import Answer, Recommendation, cost_per_mtok
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}

@@ -8,9 +8,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from planner.question import Question
-from planner.score import Scored, score_many
-from planner.space import Candidate
+from planner.inputs.question import Question
+from planner.search.score import Scored, score_many
+from planner.search.space import Candidate
 from roofline.errors import PlannerError
 
 CONNECT_TIMEOUT_S = 5.0

@@ -1,7 +1,7 @@
 """Resolve a scenario or anchor whose deployment is partly or wholly `unknown`, by searching.
 
-What is stated constrains the planner's own candidate space (`planner.space.candidates`, scored
-by `planner.score.score`, the search `planner plan` runs): the serving mode (aggregated pools or
+What is stated constrains the planner's own candidate space (`planner.search.space.candidates`, scored
+by `planner.search.score.score`, the search `planner plan` runs): the serving mode (aggregated pools or
 prefill/decode pools), each stated layout field (instances, GPUs per instance, tp, dp_attention,
 ep, pp), the precision and MTP as resolved, the GPU count (stated pools, or `deployment.gpus`;
 else the shape the engine commonly runs: one node, or the NVL72 domain). Among the deployments
@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.defaults import Resolved, resolve
-from planner.deployment import ROLES, Deployment
-from planner.question import SLO, Question
-from planner.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
-from planner.score import Point, score
-from planner.space import Candidate, candidates, layouts
+from planner.inputs.question import SLO, Question
+from planner.inputs.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
+from planner.model.defaults import Resolved, resolve
+from planner.model.deployment import ROLES, Deployment
+from planner.search.score import Point, score
+from planner.search.space import Candidate, candidates, layouts
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec
 from roofline.deployment import Parallelism
@@ -153,9 +153,9 @@ def _objective(metric: str, p: Point) -> float:
 
 
 def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deployment, list[str], None]:
-    """A prefill or decode anchor: the layouts of that role the search space holds (`planner.space`),
+    """A prefill or decode anchor: the layouts of that role the search space holds (`planner.search.space`),
     constrained by what is stated, each estimated on its own; the best for `metric`."""
-    from planner.estimator import estimate  # noqa: PLC0415  (the estimator imports resolution helpers)
+    from planner.model.estimator import estimate  # noqa: PLC0415  (the estimator imports resolution helpers)
 
     role = s.phase
     hw, m = get_hardware(s.hardware), get_model(_model_ref(s, base_dir))

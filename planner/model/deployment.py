@@ -1,6 +1,6 @@
 """The one deployment type: pools of a role (prefill, decode or aggregated), each a number of
 identical instances with one `InstanceSpec` (model, GPU, parallelism, precision, engine runtime
-options, MTP). Scenario resolution (`planner.defaults.resolve`) and the planner's search both
+options, MTP). Scenario resolution (`planner.model.defaults.resolve`) and the planner's search both
 build it with `make_pool`; the estimator, the simulator, explain, launch and the dashboard read
 it. It holds no traffic and no results.
 """

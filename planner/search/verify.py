@@ -8,12 +8,12 @@ the arrival process when given. The deployment simulated is the very object that
 
 from __future__ import annotations
 
-from planner.defaults import Resolved
-from planner.metrics import Metrics
-from planner.question import Question
-from planner.scenario import SLOSpec
-from planner.score import Point
-from planner.simulate import run_simulation, simulated_metrics
+from planner.inputs.question import Question
+from planner.inputs.scenario import SLOSpec
+from planner.model.defaults import Resolved
+from planner.model.metrics import Metrics
+from planner.model.simulate import run_simulation, simulated_metrics
+from planner.search.score import Point
 from simulator import SimConfig
 
 MIN_REQUESTS, MAX_REQUESTS = 600, 30_000

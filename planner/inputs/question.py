@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from planner.scenario import load_yaml, parse_as
+from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
 

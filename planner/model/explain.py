@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from planner.defaults import Resolved
-from planner.deployment import Deployment, Pool
-from planner.estimator import estimate
-from planner.metrics import Metrics
+from planner.model.defaults import Resolved
+from planner.model.deployment import Deployment, Pool
+from planner.model.estimator import estimate
+from planner.model.metrics import Metrics
 from roofline.deployment import InstanceSpec, MTPConfig
 from roofline.errors import PlannerError
 from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select

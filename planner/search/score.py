@@ -5,7 +5,7 @@ capacity. At each batch, one decode (or aggregated) instance with one prefill in
 the rates that size the deployment in whole instances: within the budget (filling it), or the
 fewest that serve the question's rate or concurrency. Disaggregated deployments get enough
 prefill instances to run at `PREFILL_UTILISATION`. The sized deployment is then evaluated by
-`planner.estimator`: at the swept batch (`point`) when the question states no traffic, else
+`planner.model.estimator`: at the swept batch (`point`) when the question states no traffic, else
 under the question's rate or concurrency (`estimate_deployment`), so a plan row and
 `planner estimate` of the same deployment and traffic report the same figures.
 A candidate the model cannot price (a prefill step whose memory does not fit, say) is
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from planner.deployment import Deployment
-from planner.estimator import estimate_deployment, max_batch, point
-from planner.metrics import Metrics
-from planner.question import Question
-from planner.space import Candidate, deployment
-from planner.steps import prefill_step
+from planner.inputs.question import Question
+from planner.model.deployment import Deployment
+from planner.model.estimator import estimate_deployment, max_batch, point
+from planner.model.metrics import Metrics
+from planner.model.steps import prefill_step
+from planner.search.space import Candidate, deployment
 from roofline.errors import PlannerError
 from roofline.step import CATEGORIES
 

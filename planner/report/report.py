@@ -10,9 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from planner.explain import Explanation
-from planner.metrics import Metrics
-from planner.validate import AnchorResult
+from planner.model.explain import Explanation
+from planner.model.metrics import Metrics
+from planner.search.validate import AnchorResult
 from roofline.step import CATEGORIES, StepCost
 
 

@@ -1,7 +1,7 @@
 """The one metrics type of a deployment under traffic, whichever model produced it.
 
 `method` says where the numbers come from: `estimate` (the steady-state model,
-`planner.estimator`: means only) or `simulate` (the discrete-event simulation: means and
+`planner.model.estimator`: means only) or `simulate` (the discrete-event simulation: means and
 percentiles over the measured window). Renderers show `method` beside every figure.
 """
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from planner.defaults import Resolved
-from planner.deployment import Deployment, Pool
-from planner.metrics import Metrics
-from planner.steps import (
+from planner.model.defaults import Resolved
+from planner.model.deployment import Deployment, Pool
+from planner.model.metrics import Metrics
+from planner.model.steps import (
     decode_capacity,
     decode_step,
     decode_time,

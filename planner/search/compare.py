@@ -1,6 +1,6 @@
 """`planner compare`: which GPU? For one model and workload, the throughput-per-GPU vs
 tokens/s-per-user frontier of every catalog system that can hold the model (the InferenceMAX
-view). Each point is a deployment the planner's own search found (`planner.plan.plan` with no
+view). Each point is a deployment the planner's own search found (`planner.search.plan.plan` with no
 SLO and no simulation: estimates), on the shape engines commonly run on that system (one node,
 or the NVL72 domain), widened to more nodes until the model fits. Cost per million output
 tokens is the GPU-hour price over the throughput per GPU, where a price is given.
@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 from rich.console import Console
 from rich.table import Table
 
-from planner.plan import pareto, plan
-from planner.question import Question
-from planner.unknowns import default_gpus
+from planner.inputs.question import Question
+from planner.search.plan import pareto, plan
+from planner.search.unknowns import default_gpus
 from roofline.catalog import get_hardware, hardware_ids
 from roofline.errors import PlannerError
 
