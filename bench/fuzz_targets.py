@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fuzz_mutate import ROOT, Case
-from calibration.fit import samples
+from calibration.fit import read_profile, samples
 from planner.inputs.edge import json_text
 from planner.inputs.question import load_question
 from planner.inputs.scenario import load_scenario
@@ -171,11 +171,7 @@ class ReadCrash(Exception):
 
 
 def run_profile(path: Path) -> None:
-    try:  # exactly as calibration/fit.py fit() reads a profile
-        data = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ReadCrash("calibration/fit.py fit", exc) from exc
-    samples(data, "h200-sxm")
+    samples(read_profile(path), "h200-sxm")  # exactly as calibration/fit.py fit() reads a profile
 
 
 def run_cli(case: Case, folder: Path, limit_s: float) -> tuple[str, str, str]:

@@ -28,6 +28,7 @@ from scipy.interpolate import RBFInterpolator
 
 from roofline.calibrated import mla_decode_bytes, mla_prefill_bytes
 from roofline.catalog import get_hardware
+from roofline.errors import PlannerError
 from roofline.precision import RateKey, peak_flops
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,22 +76,61 @@ def point_bytes(p: dict[str, Any]) -> float:
     return float(p["bytes"])
 
 
-def samples(profile: dict[str, Any], hardware: str) -> dict[str, list[Sample]]:
+class ProfileError(PlannerError):
+    """A calibration profile that cannot be read (one line naming the file or the entry)."""
+
+
+def _point_problem(p: Any) -> str | None:
+    """Why a profile entry cannot be used, or None."""
+    if not isinstance(p, dict):
+        return "not a mapping"
+    fam = p.get("family")
+    if (
+        not isinstance(fam, str)
+        or fam not in ROWS
+        or not isinstance(p.get("fmt"), str)
+        or not isinstance(p.get("params"), dict)
+    ):
+        return f"family must be one of {', '.join(ROWS)}, with a fmt and params"
+    for name in ("flops", "median_ms"):
+        v = p.get(name)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            return f"{name} must be a finite non-negative number (got {v!r})"
+    return None if p["median_ms"] > 0 else "median_ms must be positive"
+
+
+def samples(profile: Any, hardware: str, skipped: list[str] | None = None) -> dict[str, list[Sample]]:
+    """Samples by family; an entry that cannot be used is skipped and named in `skipped`."""
+    if not isinstance(profile, dict) or not isinstance(profile.get("points"), list):
+        raise ProfileError("profile: expected a mapping with a `points` list")
     hw = get_hardware(hardware)
     out: dict[str, list[Sample]] = {}
-    for p in profile["points"]:
-        key = family_key(p)
-        if key is None:
-            continue
-        rate: RateKey = "fp8" if p["fmt"] == "fp8" and p["family"] in ("gemm", "moe_gemm") else "bf16"
-        nbytes = point_bytes(p)
-        ideal = max(p["flops"] / peak_flops(hw, rate), nbytes / hw.mem_bw)
-        t = p["median_ms"] * 1e-3
-        rows = p["params"][ROWS[p["family"]]] * (p["params"].get("batch", 1) if p["family"] == "attn_prefill" else 1)
-        out.setdefault(key, []).append(
-            Sample(math.log2(max(p["flops"], 1.0)), math.log2(nbytes), math.log2(rows), math.log(ideal / t), t, ideal)
-        )
+    notes = skipped if skipped is not None else []
+    for k, p in enumerate(profile["points"]):
+        why = _point_problem(p)
+        try:
+            sample = None if why else _sample(p, hw)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            sample = None
+        if why:
+            notes.append(f"points[{k}]: {why}")
+        elif sample is not None:
+            out.setdefault(sample[0], []).append(sample[1])
     return out
+
+
+def _sample(p: dict[str, Any], hw: Any) -> tuple[str, Sample] | None:
+    key = family_key(p)
+    if key is None:
+        return None
+    rate: RateKey = "fp8" if p["fmt"] == "fp8" and p["family"] in ("gemm", "moe_gemm") else "bf16"
+    nbytes = point_bytes(p)
+    ideal = max(p["flops"] / peak_flops(hw, rate), nbytes / hw.mem_bw)
+    t = p["median_ms"] * 1e-3
+    rows = p["params"][ROWS[p["family"]]] * (p["params"].get("batch", 1) if p["family"] == "attn_prefill" else 1)
+    logs = (math.log2(max(p["flops"], 1.0)), math.log2(nbytes), math.log2(rows), math.log(ideal / t))
+    return key, Sample(*logs, t, ideal)
 
 
 class _Model:
@@ -168,13 +208,22 @@ def with_back_to_back(profile: dict[str, Any], warm: dict[str, Any]) -> dict[str
     return {**profile, "points": points, "back_to_back": warm["provenance"]}
 
 
+def read_profile(path: Path) -> Any:
+    """A profile file as JSON; a file that is not UTF-8 JSON is one ProfileError."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ProfileError(f"{path}: not a readable JSON profile ({type(exc).__name__})") from exc
+
+
 def fit(profile_path: Path = PROFILE, hardware: str = "h200-sxm", warm_path: Path | None = WARM) -> dict[str, Any]:
-    profile = json.loads(profile_path.read_text())
+    profile = read_profile(profile_path)
     if warm_path is not None and warm_path.is_file():
-        profile = with_back_to_back(profile, json.loads(warm_path.read_text()))
+        profile = with_back_to_back(profile, read_profile(warm_path))
     fams = {}
     pooled: list[float] = []
-    for key, data in sorted(samples(profile, hardware).items()):
+    skipped: list[str] = []
+    for key, data in sorted(samples(profile, hardware, skipped).items()):
         # the feature set is chosen by held-out error: rows per call helps where FLOPs and bytes
         # alone confuse shapes, and overfits families with few points
         use_rows = cross_validate(data, True) <= cross_validate(data, False)
@@ -198,6 +247,7 @@ def fit(profile_path: Path = PROFILE, hardware: str = "h200-sxm", warm_path: Pat
         "back_to_back": profile.get("back_to_back"),
         "cv_median_abs_err": round(float(np.median(pooled)), 4),
         "families": fams,
+        **({"skipped": skipped} if skipped else {}),
     }
 
 

@@ -16,6 +16,7 @@ from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
 
+MAX_PLAN_GPUS = 4608
 Objective = Literal["throughput-per-gpu", "gpus", "cost"]
 Mode = Literal["aggregated", "disaggregated"]
 
@@ -33,8 +34,10 @@ class Question(StrictModel):
     model: str
     hardware: str
     engine: Literal["sglang", "trtllm", "vllm", "other"] = "sglang"
-    gpus: int | None = Field(default=None, gt=0)  # exactly this many (at most; spare GPUs idle)
-    max_gpus: int | None = Field(default=None, gt=0)
+    # exactly this many (at most; spare GPUs idle), or an upper bound; at most 64 NVL72 racks, past
+    # which the candidate space (EP up to the budget) and the simulations stop being interactive
+    gpus: int | None = Field(default=None, gt=0, le=MAX_PLAN_GPUS)
+    max_gpus: int | None = Field(default=None, gt=0, le=MAX_PLAN_GPUS)
     isl: int = Field(default=2000, gt=0)
     osl: int = Field(default=1000, gt=0)
     rate: float | None = Field(default=None, gt=0)  # requests/s for the whole deployment
@@ -45,7 +48,7 @@ class Question(StrictModel):
     modes: list[Mode] = Field(default_factory=lambda: list[Mode](["aggregated", "disaggregated"]))
     mtp: list[bool] = Field(default_factory=lambda: [False, True])
     kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
-    verify_top: int = Field(default=3, ge=0)  # candidates the simulator checks
+    verify_top: int = Field(default=3, ge=0, le=8)  # recommendations the simulator must confirm
     simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
     checkpoint: str | None = Field(default=None, min_length=1)  # HF repo id or path the launch commands load
 

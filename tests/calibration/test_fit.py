@@ -83,3 +83,20 @@ def test_back_to_back_times_replace_the_isolated_ones_for_the_shapes_they_measur
     assert [(p["key"], p["median_ms"]) for p in got["points"]] == [("a", 1.0), ("b", 3.0), ("c", 5.0)]
     assert got["back_to_back"] == {"gpu": "y"}
     assert cold["points"][0]["median_ms"] == 2.0  # the committed profile is not changed in place
+
+
+def test_a_bad_profile_entry_is_skipped_by_name_and_a_bad_profile_is_one_error():
+    """Fuzz signatures (issue 13): entries without a family, with text for numbers or NaN raised
+    KeyError/TypeError/ValueError in samples(); now each is skipped and named, the rest is used."""
+    import json as _json
+
+    from calibration.fit import PROFILE, ProfileError, samples
+
+    good = _json.loads(PROFILE.read_text())["points"][:5]
+    bad = [{"fmt": "bf16"}, {**good[0], "flops": "x"}, {**good[0], "median_ms": float("nan")}, 7]
+    skipped: list[str] = []
+    got = samples({"points": good + bad}, "h200-sxm", skipped)
+    assert sum(len(v) for v in got.values()) == sum(len(v) for v in samples({"points": good}, "h200-sxm").values())
+    assert [s.split(":")[0] for s in skipped] == ["points[5]", "points[6]", "points[7]", "points[8]"]
+    with pytest.raises(ProfileError, match="points"):
+        samples(["not", "a", "profile"], "h200-sxm")
