@@ -76,6 +76,9 @@ def point_bytes(p: dict[str, Any]) -> float:
     return float(p["bytes"])
 
 
+MAX_SHAPE = 1e9  # no measured op has a dimension past this
+
+
 class ProfileError(PlannerError):
     """A calibration profile that cannot be read (one line naming the file or the entry)."""
 
@@ -92,6 +95,9 @@ def _point_problem(p: Any) -> str | None:
         or not isinstance(p.get("params"), dict)
     ):
         return f"family must be one of {', '.join(ROWS)}, with a fmt and params"
+    for k, v in p["params"].items():  # shapes: a hostile 10**400 batch must not reach the byte counts
+        if isinstance(v, int | float) and not isinstance(v, bool) and not (math.isfinite(v) and abs(v) <= MAX_SHAPE):
+            return f"params.{k} must be a shape of at most {MAX_SHAPE:g} (got {v!r})"
     for name in ("flops", "median_ms"):
         v = p.get(name)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
