@@ -95,9 +95,14 @@ def _point_problem(p: Any) -> str | None:
         or not isinstance(p.get("params"), dict)
     ):
         return f"family must be one of {', '.join(ROWS)}, with a fmt and params"
-    for k, v in p["params"].items():  # shapes: a hostile 10**400 batch must not reach the byte counts
-        if isinstance(v, int | float) and not isinstance(v, bool) and not (math.isfinite(v) and abs(v) <= MAX_SHAPE):
-            return f"params.{k} must be a shape of at most {MAX_SHAPE:g} (got {v!r})"
+    for k, v in p["params"].items():  # shapes are numbers (a string batch would be repeated, not multiplied)
+        if k == "scaling":
+            if not isinstance(v, str):
+                return f"params.scaling must be text (got {v!r})"
+            continue
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        if not number or not (-MAX_SHAPE <= v <= MAX_SHAPE):  # a hostile 10**400 must not reach the byte counts
+            return f"params.{k} must be a number of at most {MAX_SHAPE:g} (got {str(v)[:40]})"
     for name in ("flops", "median_ms"):
         v = p.get(name)
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
