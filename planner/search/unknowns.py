@@ -98,9 +98,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
     conc = w.concurrency if isinstance(w.concurrency, int) else None
     if conc is not None and w.concurrency_scope == "per_gpu":
         conc *= exact or default_gpus(hw)
-    rate = w.request_rate
-    if metric in LATENCY and conc is None and rate is None:
-        conc = 1
+    rate = w.request_rate  # a latency metric with no traffic is read as one request by planner.search.validate
     slo = s.slo
     return Question(
         model=_model_ref(s, base_dir),
