@@ -23,7 +23,6 @@ from rich.text import Text
 from planner.inputs.edge import json_text, one_line
 from planner.inputs.question import build_question, load_question
 from planner.inputs.scenario import Scenario, load_scenario, load_yaml
-from planner.model.defaults import resolve
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
 from planner.model.simulate import run_simulation
@@ -37,6 +36,7 @@ from planner.report.report import (
     print_validation,
 )
 from planner.search.plan import plan as run_plan
+from planner.search.unknowns import resolve_any
 from planner.search.validate import results_json, validate_file
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
 from roofline.errors import PlannerError
@@ -109,7 +109,7 @@ def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "a
 
 
 def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json: bool, title: str) -> None:
-    res = resolve(s, base)
+    res = resolve_any(s, base)
     est = run_estimate(res, concurrency)
     if as_json:
         print(json_text(estimate_dict(est)))
@@ -136,7 +136,7 @@ def estimate(
 def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_json: JsonFlag = False) -> None:
     """Where the time goes, the hardware limit, and which change buys the most."""
     s = load_scenario(scenario)
-    x = run_explain(resolve(s, scenario.parent))
+    x = run_explain(resolve_any(s, scenario.parent))
     if as_json:
         print(json_text(explanation_dict(x)))
     else:
@@ -156,7 +156,7 @@ def simulate(
 ) -> None:
     """Discrete-event simulation: percentiles, throughput, KV use, goodput, preemptions."""
     s = load_scenario(scenario)
-    res = resolve(s, scenario.parent)
+    res = resolve_any(s, scenario.parent)
     cfg = s.simulation or SimConfig()
     cfg = cfg.model_copy(update={k: v for k, v in (("requests", requests), ("seed", seed)) if v is not None})
     if as_json:
