@@ -148,7 +148,7 @@ def combine(y: torch.Tensor, d: Dispatched, group: dist.ProcessGroup | None = No
     _a2a(back, y.contiguous(), group=group)
     back.view(world, d.capacity + 1, -1)[:, d.capacity] = 0
     base = torch.arange(world, device=y.device)[:, None] * (d.capacity + 1)
-    return back[(base + d.slot).flatten()].view(world, tokens, -1).sum(0)  # bf16 in, fp32 accumulate
+    return back[(base + d.slot).flatten()].view(world, tokens, y.shape[1]).sum(0)  # bf16 in, fp32 accumulate
 
 
 @dataclass

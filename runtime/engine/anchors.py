@@ -30,6 +30,26 @@ def pd_deployment(prefill: int, decode: int) -> dict[str, Any]:
     return {"prefill": {"instances": prefill, **one}, "decode": {"instances": decode, **one}}
 
 
+def ep_deployment(world: int) -> dict[str, Any]:
+    """One instance of `world` GPUs: attention data-parallel, experts over all (runtime.engine.ep)."""
+    return {"aggregated": {"instances": 1, "gpus_per_instance": world, "tp": 1, "dp_attention": world,
+                           "ep": world, "pp": 1}}  # fmt: skip
+
+
+def ep_config(world: int) -> str:
+    """The model config of runtime.engine.ep_model at `world` ranks (32 routed experts per rank,
+    top-`world`), written beside the engine's other config; returns its path relative to DATA."""
+    rel = f"engine/deepseek-v3-{32 * world}e-top{world}_config.json"
+    cfg = json.loads((DATA / CONFIG).read_text())
+    cfg |= {"n_routed_experts": 32 * world, "num_experts_per_tok": world, "ep_size": world,
+            "_comment": f"runtime.engine.ep_model at {world} GPUs: 32 routed experts per GPU, top-{world} "
+            "(a token lands on one expert per GPU on average, as DeepSeek-V3's top-8 of 256 does at EP8)"}  # fmt: skip
+    path = DATA / rel
+    if not path.exists() or json.loads(path.read_text()) != cfg:
+        path.write_text(json.dumps(cfg, indent=1) + "\n")
+    return rel
+
+
 def anchor(
     c: int,
     isl: int,
@@ -40,6 +60,7 @@ def anchor(
     prov: dict[str, Any],
     deployment: dict[str, Any] = AGGREGATED,
     tag: str = "engine-h200",
+    model: str = CONFIG,
 ) -> dict[str, Any]:
     """One anchor in ../shared/validation format, with the engine's measured runtime parameters and
     the simulation settings that reproduce its loop (request count, all clients at t=0, warm-up by
@@ -49,7 +70,7 @@ def anchor(
         "id": f"{tag}-c{c}-isl{isl}-{metric.replace('_', '-')}",
         "source": f"runtime.engine on {prov['gpu']}, "
         f"{prov['date']} (torch {prov['torch']}, flashinfer {prov['flashinfer']})",
-        "model": CONFIG,
+        "model": model,
         "hardware": "h200-sxm",
         "engine": "other",
         "phase": "end-to-end",
@@ -80,9 +101,10 @@ def anchors(
     prov: dict[str, Any],
     deployment: dict[str, Any] = AGGREGATED,
     tag: str = "engine-h200",
+    model: str = CONFIG,
 ) -> list[dict[str, Any]]:
     return [
-        anchor(r["concurrency"], r["isl"], r["osl"], r["requests"], k, r[k], prov, deployment, tag)
+        anchor(r["concurrency"], r["isl"], r["osl"], r["requests"], k, r[k], prov, deployment, tag, model)
         for r in results
         for k in METRICS
     ]
@@ -95,11 +117,12 @@ def write(
     name: str = "engine",
     deployment: dict[str, Any] = AGGREGATED,
     tag: str = "engine-h200",
+    model: str = CONFIG,
 ) -> None:
     """{name}_results.json (measurements with provenance) and {name}_anchors.yaml in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}_results.json").write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
-    doc = {"version": 1, "anchors": anchors(results, prov, deployment, tag)}
+    doc = {"version": 1, "anchors": anchors(results, prov, deployment, tag, model)}
     (out_dir / f"{name}_anchors.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
 
 

@@ -114,8 +114,10 @@ class Engine:
             kv_data_type=torch.bfloat16,
         )
 
-    def decode(self, running: list[Req], max_pages: int) -> None:
-        b = next(x for x in BUCKETS if x >= len(running))
+    def decode(self, running: list[Req], max_pages: int, bucket: int | None = None) -> None:
+        """One decode step of `running` in the graph of the smallest bucket that holds them (or of
+        `bucket`, which may hold only padding: an expert-parallel rank with nothing to decode)."""
+        b = bucket or next(x for x in BUCKETS if x >= len(running))
         g, st, wrapper = self._graph(b, max_pages)
         pad = b - len(running)
         pos = [r.length for r in running]  # the new token's position = current context length
