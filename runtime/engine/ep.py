@@ -45,7 +45,7 @@ class EPEngine(Engine):
             if b <= max_batch:
                 self._graph(b, max_pages)
 
-    def prefill(self, chunks: list[tuple[Req, int]], cap: int) -> None:
+    def prefill_ep(self, chunks: list[tuple[Req, int]], cap: int) -> None:
         self.m.step["cap"] = cap  # type: ignore[attr-defined]
         if chunks:
             self.prefill_step(chunks)
@@ -93,7 +93,7 @@ def serve_rank(eng: Any, group: Any, clients: int, isl: int, osl: int, requests:
         if not left:
             return done
         if tokens:
-            eng.prefill(chunks, tokens)
+            eng.prefill_ep(chunks, tokens)
             now = clock() - t0
             for r, _ in chunks:
                 if r.done_prefill == r.isl:

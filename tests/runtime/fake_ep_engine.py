@@ -36,7 +36,7 @@ class FakeEPEngine:
             raise RuntimeError(f"ranks out of step: {[e.tolist() for e in every]}")
         self.steps += 1
 
-    def prefill(self, chunks: list[tuple[Req, int]], cap: int) -> None:
+    def prefill_ep(self, chunks: list[tuple[Req, int]], cap: int) -> None:
         if sum(n for _, n in chunks) > cap:
             raise RuntimeError(f"capacity {cap} below this rank's {sum(n for _, n in chunks)} tokens")
         self._agree(PREFILL, cap)
