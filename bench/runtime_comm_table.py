@@ -21,11 +21,11 @@ def rows(profile: dict[str, Any]) -> list[dict[str, Any]]:
     by = {(p["op"], p["world"], p["tokens_per_rank"], p["payload"]): p for p in pts if p["op"].startswith("ep_")}
     out = []
     for (op, world, tokens, payload), p in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][2], kv[0][0])):
-        if op not in ("ep_dispatch", "ep_combine"):
-            continue
+        if op not in ("ep_dispatch", "ep_combine", "ep_dispatch_p2p", "ep_combine_p2p") or "ms" not in p:
+            continue  # the host-split reference rows are a column; a p2p point that failed has no time
         host = by.get((op + "_host", world, tokens, payload))
         moved = p["max_remote_rows"] * p["hidden"] * (1 if payload == "fp8" and op == "ep_dispatch" else 2)
-        label = payload if op == "ep_dispatch" else f"bf16 (after {payload} dispatch)"
+        label = payload if op.startswith("ep_dispatch") else f"bf16 (after {payload} dispatch)"
         out.append(
             {
                 "op": op,

@@ -140,12 +140,39 @@ def _ep_points(
         err = float(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-6)).item())
         for p in pts:
             p["max_rel_diff_vs_host_split"] = _slowest(err, dev)
+        if dev.type == "cuda":
+            pts += _p2p_points(x, ids, wts, ref, common, dev, w, r)
         hd = partial(comm.dispatch_host, x, ids, wts, EXPERTS)
         hc = partial(comm.combine_host, h.x, h, tokens)
         host: tuple[tuple[str, Callable[[], object]], ...] = (("ep_dispatch_host", hd), ("ep_combine_host", hc))
         for op, fn in host:
             pts.append({"op": op, **common, "ms": _time(fn, dev, w, r), "timing": "eager (host-split reference)"})
     return pts
+
+
+_PEERS: dict[int, Any] = {}
+
+
+def _p2p_points(x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, ref: torch.Tensor, common: dict[str, Any],
+                dev: torch.device, w: int, r: int) -> list[dict[str, Any]]:  # fmt: skip
+    """The peer-to-peer path (runtime.comm_p2p, bf16), checked against the host-split reference's
+    MoE sum; a failure (no symmetric memory here, a capture that fails) is recorded, not raised."""
+    from runtime.comm_p2p import PeerBuffers  # noqa: PLC0415
+
+    tokens = x.shape[0]
+    try:
+        if not _PEERS:  # one rendezvous per worker, sized for the largest point (collective: every rank here)
+            _PEERS[0] = PeerBuffers(max(map(int, FULL["ep_tokens"])), HIDDEN, TOPK)  # type: ignore[call-overload]
+        pb = _PEERS[0]
+        d = pb.dispatch(x, ids, wts, EXPERTS, tokens)
+        got = pb.combine((d.hidden_states() * d.local_w.sum(1, keepdim=True)).to(x.dtype), d).float()
+        err = _slowest(float(((got - ref).abs().max() / ref.abs().max().clamp(min=1e-6)).item()), dev)
+        y = d.hidden_states().contiguous()  # a copy: the receive buffer is rewritten by each dispatch
+        ops = (("ep_dispatch_p2p", partial(pb.dispatch, x, ids, wts, EXPERTS, tokens)),
+               ("ep_combine_p2p", partial(pb.combine, y, d)))  # fmt: skip
+        return [{"op": op, **common, **_timed(fn, dev, w, r), "max_rel_diff_vs_host_split": err} for op, fn in ops]
+    except Exception as exc:  # recorded in the profile; the NCCL path still runs
+        return [{"op": "ep_dispatch_p2p", **common, "error": repr(exc)[:300]}]
 
 
 def _points(world: int, dev: torch.device, grid: dict[str, Any]) -> list[dict[str, Any]]:

@@ -59,6 +59,10 @@ def build_engine(cfg: dict[str, Any]) -> EPEngine:
     from runtime.engine.ep_model import EPModel  # noqa: PLC0415
 
     model = EPModel(cfg["world"], layers=cfg["layers"])
+    if cfg.get("dispatch") == "p2p":
+        from runtime.comm_p2p import PeerBuffers  # noqa: PLC0415
+
+        model.step["peers"] = PeerBuffers(cfg["budget"], model.layers[-1].gate.shape[1], cfg["world"])
     free, _ = torch.cuda.mem_get_info()
     per_page = 2 * len(model.layers) * PAGE * (KV_LORA + ROPE)
     return EPEngine(model, pages=int(0.8 * (free - 12e9) / per_page), budget=cfg["budget"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -42,30 +43,38 @@ def local_pairs(local_w: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tens
 
 
 def ep_moe(h: torch.Tensor, gate: torch.Tensor, bias: torch.Tensor, topk: int, experts: ExpertFn,
-           capacity: int, group: torch.distributed.ProcessGroup | None = None) -> torch.Tensor:  # fmt: skip
+           capacity: int, group: torch.distributed.ProcessGroup | None = None,
+           peers: Any = None) -> torch.Tensor:  # fmt: skip
     """Routed-expert output [tokens, H] (fp32) of `h` under expert parallelism: experts split
     contiguously over the group's ranks, this rank holding `gate.shape[0] / world` of them, run by
-    `experts`. `capacity` must be the same on every rank and at least any rank's token count."""
+    `experts`. `capacity` must be the same on every rank and at least any rank's token count.
+    `peers` (a `runtime.comm_p2p.PeerBuffers`): dispatch/combine by NVLink writes, else NCCL."""
     world = torch.distributed.get_world_size(group)
     n_exp = gate.shape[0]
     scores = torch.sigmoid(h.float() @ gate.float().t())
     ids = (scores + bias).topk(topk, dim=-1).indices
     w = scores.gather(1, ids)
     w = w / w.sum(-1, keepdim=True).clamp(min=1e-20)
-    d = comm.dispatch(h, ids, w, n_exp, capacity=capacity, group=group)
+    if peers is not None:
+        d = peers.dispatch(h, ids, w, n_exp, capacity)
+    else:
+        d = comm.dispatch(h, ids, w, n_exp, capacity=capacity, group=group)
     row, pw, offs = local_pairs(d.local_w, min(topk, n_exp // world))
     y = experts(d.hidden_states()[row], offs)
     contrib = torch.where((pw > 0)[:, None], y.float() * pw[:, None], 0.0)  # rows past offs[-1]: undefined
     per_row = torch.zeros(d.local_w.shape[0], h.shape[1], dtype=torch.float32, device=h.device)
     per_row.index_add_(0, row, contrib)
+    if peers is not None:
+        return peers.combine(per_row.to(h.dtype), d).float()
     return comm.combine(per_row.to(h.dtype), d, group=group).float()
 
 
 class EPLayer(Layer):
     """A `runtime.engine.model.Layer` whose MoE routes over EXPERTS x world experts, this rank's
-    EXPERTS of them local; `step["cap"]` is the agreed capacity of the current step."""
+    EXPERTS of them local; `step["cap"]` is the agreed capacity of the current step, `step["peers"]`
+    the NVLink peer buffers when dispatch runs peer-to-peer (None: NCCL all_to_all)."""
 
-    def __init__(self, dense: bool, dev: str, world: int, step: dict[str, int]) -> None:
+    def __init__(self, dense: bool, dev: str, world: int, step: dict[str, Any]) -> None:
         super().__init__(dense, dev)
         self.step, self.topk = step, world
         if not dense:
@@ -76,7 +85,7 @@ class EPLayer(Layer):
         if self.dense:
             return super().ffn(x)
         h = rmsnorm(x, self.norm2)
-        out = ep_moe(h, self.gate, self.bias, self.topk, self.experts, self.step["cap"])
+        out = ep_moe(h, self.gate, self.bias, self.topk, self.experts, self.step["cap"], peers=self.step.get("peers"))
         if x.shape[0] == 0:  # an idle rank: it only serves the other ranks' tokens
             return x
         g, u = self.s13(h).split(EXPERT_INTER, dim=-1)
@@ -88,7 +97,8 @@ class EPModel(Model):
 
     def __init__(self, world: int, layers: int = 61, dense_layers: int = 3, dev: str = "cuda") -> None:
         super().__init__(layers=0, dense_layers=dense_layers, dev=dev)
-        self.world, self.step = world, {"cap": 1}
+        self.world = world
+        self.step: dict[str, Any] = {"cap": 1, "peers": None}
         self.layers = [EPLayer(i < dense_layers, dev, world, self.step) for i in range(layers)]
 
     def idle(self, cap: int) -> None:

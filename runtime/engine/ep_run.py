@@ -99,6 +99,9 @@ def main() -> None:
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--layers", type=int, default=61)
     ap.add_argument("--quick", action="store_true", help="first two workloads only")
+    ap.add_argument(
+        "--dispatch", choices=("nccl", "p2p"), default="nccl", help="EP transport (runtime.comm or comm_p2p)"
+    )
     ap.add_argument("--workloads", type=int, default=len(WORKLOADS), help="run the first N workloads")
     a = ap.parse_args()
     for field in ("world", "layers", "workloads"):
@@ -107,8 +110,9 @@ def main() -> None:
     from runtime.sweep import provenance  # noqa: PLC0415
 
     prov = provenance()
-    results = serve(a.world, WORKLOADS[: 2 if a.quick else a.workloads], a.layers, lambda s: print(s, flush=True))
-    prov |= {"gpus": a.world, "nccl": ".".join(map(str, torch.cuda.nccl.version()))}
+    work = WORKLOADS[: 2 if a.quick else a.workloads]
+    results = serve(a.world, work, a.layers, lambda s: print(s, flush=True), dispatch=a.dispatch)
+    prov |= {"gpus": a.world, "nccl": ".".join(map(str, torch.cuda.nccl.version())), "dispatch": a.dispatch}
     tag = f"engine-ep{a.world}-h200"
     write(a.out, results, prov, name=f"engine_ep{a.world}", deployment=ep_deployment(a.world), tag=tag,
           model=ep_config(a.world))  # fmt: skip

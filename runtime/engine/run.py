@@ -49,7 +49,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--layers", type=int, default=61)
     ap.add_argument("--quick", action="store_true", help="first two workloads only")
+    ap.add_argument("--workloads", type=int, default=len(WORKLOADS), help="run the first N workloads")
     args = ap.parse_args()
+    if args.workloads < 1:
+        ap.error("--workloads must be at least 1")  # one line, exit 2
     t = time.perf_counter()
     torch.manual_seed(0)
     model = Model(layers=args.layers)
@@ -60,7 +63,7 @@ def main() -> None:
     print(f"model ready in {time.perf_counter() - t:.0f} s; {len(engine.free)} KV pages", flush=True)
     prov = provenance()
     results = []
-    for c, isl, osl, n in WORKLOADS[:2] if args.quick else WORKLOADS:
+    for c, isl, osl, n in WORKLOADS[: 2 if args.quick else args.workloads]:
         t = time.perf_counter()
         m = measure(engine.serve(c, isl, osl, n))
         results.append({"concurrency": c, "isl": isl, "osl": osl, "requests": n, **m})
