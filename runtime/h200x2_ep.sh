@@ -10,6 +10,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 lscpu | grep -i "model name"
 timeout 150 python3 -m runtime.comm_sweep --worlds 2 --out "$OUT/comm_profile.json" 2>&1 | grep -v Warning | tail -5
 echo "comm sweep rc ${PIPESTATUS[0]}"
+timeout 120 python3 -m runtime.engine.ep_profile "$OUT/ep_profile.json" --world 2 2>&1 | grep -v Warning | tail -2
 CUDA_VISIBLE_DEVICES=1 timeout 150 python3 -m runtime.engine.run --workloads 1 --out "$OUT/single" 2>&1 | grep -v Warning | tail -3
 echo "single rc ${PIPESTATUS[0]}"
 timeout "${EP_TIMEOUT_S:-400}" python3 -m runtime.engine.ep_run --world 2 --out "$OUT/ep2" ${EP_ARGS:-} 2>&1 | grep -v Warning | tail -12
