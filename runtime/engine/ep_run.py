@@ -18,8 +18,9 @@ import torch
 import torch.multiprocessing as mp
 import yaml
 
-from runtime.engine.anchors import RUNTIME, ep_config, ep_deployment, write
+from runtime.engine.anchors import RUNTIME
 from runtime.engine.ep import worker
+from runtime.engine.ep_anchors import write_ep
 from runtime.engine.run import measure
 from runtime.engine.serve import Req
 
@@ -113,9 +114,7 @@ def main() -> None:
     work = WORKLOADS[: 2 if a.quick else a.workloads]
     results = serve(a.world, work, a.layers, lambda s: print(s, flush=True), dispatch=a.dispatch)
     prov |= {"gpus": a.world, "nccl": ".".join(map(str, torch.cuda.nccl.version())), "dispatch": a.dispatch}
-    tag = f"engine-ep{a.world}-h200"
-    write(a.out, results, prov, name=f"engine_ep{a.world}", deployment=ep_deployment(a.world), tag=tag,
-          model=ep_config(a.world))  # fmt: skip
+    write_ep(a.out, results, prov, a.world)
 
 
 if __name__ == "__main__":
