@@ -180,7 +180,7 @@ def decode_worker(rank: int, world: int, port: int, cfg: dict[str, Any], ctrl: A
     backlog: deque[Handoff] = deque()
     inflight: list[tuple[Handoff, list[int], torch.Tensor, torch.Tensor, list[Any]]] = []
     running: list[Req] = []
-    stop = False
+    stop, steps, last = False, [0, 0.0, 0.0], math.nan  # decode steps, time in Engine.decode, loop time
     while not (stop and not backlog and not inflight and not running):
         stop |= _drain(ctrl, backlog)
         while backlog and len(eng.free) >= math.ceil((backlog[0].isl + backlog[0].osl) / PAGE):
@@ -200,10 +200,19 @@ def decode_worker(rank: int, world: int, port: int, cfg: dict[str, Any], ctrl: A
             r.handoff, r.first_step = h, math.nan  # type: ignore[attr-defined]
             running.append(r)
         if not running:
+            if steps[0] >= 50:  # a burst ended: where its decode steps' time went (stdout, for the log)
+                n, dec, loop = steps
+                print(f"decode rank {rank}: {n} steps, {1e3 * dec / n:.2f} ms in Engine.decode, "
+                      f"{1e3 * loop / n:.3f} ms loop between steps", flush=True)  # fmt: skip
+                steps = [0, 0.0, 0.0]
             time.sleep(2e-4)
+            last = math.nan
             continue
+        t_dec = clock()
         eng.decode(running, max_pages)  # reads the next tokens back: the step has finished
         now = clock()
+        steps = [steps[0] + 1, steps[1] + now - t_dec, steps[2] + (0.0 if math.isnan(last) else t_dec - last)]
+        last = now
         for r in list(running):
             if math.isnan(r.first_step):  # type: ignore[attr-defined]
                 r.first_step = now  # type: ignore[attr-defined]
