@@ -8,6 +8,7 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 MAX_JOBS=16
 lscpu | grep -i "model name"
+nvidia-smi --query-gpu=index,name,power.limit,power.max_limit,clocks.max.sm,clocks.sm,clocks.max.mem,clocks.mem,pstate,temperature.gpu --format=csv
 timeout 150 python3 -m runtime.comm_sweep --worlds 2 --out "$OUT/comm_profile.json" 2>&1 | grep -v Warning | tail -5
 echo "comm sweep rc ${PIPESTATUS[0]}"
 timeout 120 python3 -m runtime.engine.ep_profile "$OUT/ep_profile.json" --world 2 2>&1 | grep -v Warning | tail -2
