@@ -96,3 +96,22 @@ def test_normal_mode_dispatch_sends_a_token_once_per_remote_rank():
 
 def test_a_kind_left_out_of_the_fit_keeps_its_prior():
     assert set(fit(_profile(0.7, 10e-6), LINK, kinds=("allreduce",))) == {"allreduce"}
+
+
+def test_ep_path_picks_which_dispatch_points_are_the_all_to_all():
+    """Two EP paths in one profile, one twice as fast: --ep-path p2p fits the peer-to-peer points,
+    the default the NCCL ones; a p2p point that failed (no time) is skipped."""
+    pts = []
+    for rows in (100, 1000, 10000):
+        base = {"world": 2, "max_remote_rows": rows, "hidden": 7168, "payload": "bf16"}
+        for op, eff in (("ep_dispatch", 0.3), ("ep_dispatch_p2p", 0.6)):
+            p = {"op": op, **base}
+            p["ms"] = (10e-6 + wire_bytes(p) / (LINK * eff)) * 1e3
+            pts.append(p)
+    pts.append({"op": "ep_combine_p2p", "world": 2, "max_remote_rows": 5, "hidden": 7168, "payload": "bf16",
+                "error": "no symmetric memory"})  # fmt: skip
+    prof = {"provenance": {}, "points": pts}
+    assert fit(prof, LINK)["a2a"]["2"]["efficiency"] == pytest.approx(0.3, rel=1e-3)
+    p2p = fit(prof, LINK, ep_path="p2p")["a2a"]["2"]
+    assert p2p["efficiency"] == pytest.approx(0.6, rel=1e-3)
+    assert p2p["points"] == 3
