@@ -1,17 +1,17 @@
 """Does the disaggregated engine's decode worker (runtime.engine.pd) pay for its harness? On one
-GPU, the single-GPU engine's closed loop at C=1 (isl 512, osl 128) is timed three ways: as
-`runtime.engine.run` runs it; after the worker's set-up (an NCCL process group, every decode
-bucket's CUDA graph captured up front); and with the worker's per-step polling of a
-multiprocessing queue added. A decode step that slows only with the harness is an artefact.
+GPU, the single-GPU engine's closed loop at C=1 (isl 512, osl 128) is timed as `runtime.engine.run`
+runs it, then after each piece of the worker's set-up in turn: every decode bucket's CUDA graph
+captured up front, an NCCL process group, and that group destroyed again. A decode step that
+slows only with the harness is an artefact. (A first run, engine_decode_harness_probe.json, took
+graphs + NCCL together, then added the worker's queue poll per step.)
 
 Usage (on a GPU): python -m runtime.engine.decode_harness_probe OUT.json
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import queue
+import os
 import socket
 import sys
 from pathlib import Path
@@ -19,7 +19,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from runtime.engine.model import Model
 from runtime.engine.run import measure
@@ -39,26 +38,25 @@ def main() -> None:
     eng = Engine(model, pages=int(0.8 * (free - 12e9) / (2 * 61 * PAGE * 576)), budget=8192)
     rows: dict[str, Any] = {"plain": _c1(eng)}
     print(rows, flush=True)
+    max_pages = len(eng.free) + 1
+    for b in BUCKETS:  # as the PD decode worker does before serving
+        eng._graph(b, max_pages)
+    rows["all_graphs"] = _c1(eng)
+    print(rows, flush=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     dist.all_reduce(torch.ones(1, device="cuda"))  # the communicator exists, its watchdog runs
-    max_pages = len(eng.free) + 1
-    for b in BUCKETS:
-        eng._graph(b, max_pages)
-    rows["nccl_and_all_graphs"] = _c1(eng)
+    rows["all_graphs_and_nccl"] = _c1(eng)
     print(rows, flush=True)
-    q = mp.get_context("spawn").Queue()
-    decode = eng.decode
-
-    def polled(running: list, mp_: int, bucket: int | None = None) -> None:  # type: ignore[type-arg]
-        with contextlib.suppress(queue.Empty):  # empty: the worker's usual case
-            q.get_nowait()
-        decode(running, mp_, bucket)
-
-    eng.decode = polled  # type: ignore[method-assign]
-    rows["plus_queue_poll"] = _c1(eng)
+    dist.destroy_process_group()
+    rows["nccl_destroyed"] = _c1(eng)
+    print(rows, flush=True)
+    os.environ.update(TORCH_NCCL_ENABLE_MONITORING="0", TORCH_NCCL_ASYNC_ERROR_HANDLING="0")
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port + 1}", rank=0, world_size=1)
+    dist.all_reduce(torch.ones(1, device="cuda"))
+    rows["nccl_again_no_monitoring"] = _c1(eng)
     print(rows, flush=True)
     dist.destroy_process_group()
     out.write_text(json.dumps({"provenance": provenance() | {"command": __doc__.split("Usage")[0].strip()[:80]},
