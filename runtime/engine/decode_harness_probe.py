@@ -5,15 +5,18 @@ captured up front, an NCCL process group, and that group destroyed again. A deco
 slows only with the harness is an artefact. (A first run, engine_decode_harness_probe.json, took
 graphs + NCCL together, then added the worker's queue poll per step.)
 
-Usage (on a GPU): python -m runtime.engine.decode_harness_probe OUT.json
+Usage (on a GPU): python -m runtime.engine.decode_harness_probe OUT.json [--split]
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +28,73 @@ from runtime.engine.run import measure
 from runtime.engine.serve import BUCKETS, PAGE, Engine
 from runtime.sweep import provenance
 
+REPLAYS: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+WALLS: list[float] = []
+
 
 def _c1(eng: Engine) -> dict[str, float]:
-    return {k: round(v, 3) for k, v in measure(eng.serve(1, 512, 128, 6)).items()}
+    """C=1's metrics, plus (with --split) the mean GPU span of a decode graph replay (CUDA events
+    around it) and the mean wall time of Engine.decode, over the same steps."""
+    REPLAYS.clear()
+    WALLS.clear()
+    row = {k: round(v, 3) for k, v in measure(eng.serve(1, 512, 128, 6)).items()}
+    if REPLAYS:
+        row["replay_gpu_ms"] = round(statistics.median(a.elapsed_time(b) for a, b in REPLAYS), 3)
+        row["decode_wall_ms"] = round(1e3 * statistics.median(WALLS), 3)
+    return row
+
+
+def _split(eng: Engine) -> None:
+    """Time every graph replay on the GPU and every Engine.decode on the host."""
+    replay = torch.cuda.CUDAGraph.replay
+
+    def timed_replay(g: torch.cuda.CUDAGraph) -> None:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        replay(g)
+        b.record()
+        REPLAYS.append((a, b))
+
+    torch.cuda.CUDAGraph.replay = timed_replay  # type: ignore[method-assign]
+    decode = eng.decode
+
+    def timed_decode(running: list, max_pages: int, bucket: int | None = None) -> None:  # type: ignore[type-arg]
+        t = time.perf_counter()
+        decode(running, max_pages, bucket)
+        WALLS.append(time.perf_counter() - t)
+
+    eng.decode = timed_decode  # type: ignore[method-assign]
+
+
+def split_main(out: Path) -> None:
+    """--split: plain, all buckets captured, and all but bucket 1 dropped again, each with the
+    replay's GPU span and Engine.decode's wall time."""
+    torch.manual_seed(0)
+    model = Model(layers=61)
+    free, _ = torch.cuda.mem_get_info()
+    eng = Engine(model, pages=int(0.8 * (free - 12e9) / (2 * 61 * PAGE * 576)), budget=8192)
+    _split(eng)
+    rows: dict[str, Any] = {"plain": _c1(eng)}
+    print(rows, flush=True)
+    for b in BUCKETS:
+        eng._graph(b, len(eng.free) + 1)
+    rows["all_graphs"] = _c1(eng)
+    print(rows, flush=True)
+    for b in [b for b in eng.graphs if b != 1]:
+        del eng.graphs[b]
+    gc.collect()
+    torch.cuda.empty_cache()
+    rows["graphs_dropped_but_bucket_1"] = _c1(eng)
+    print(rows, flush=True)
+    out.write_text(json.dumps({"provenance": provenance() | {"command": "decode_harness_probe OUT --split"},
+                               "c1_isl512": rows}, indent=1))  # fmt: skip
 
 
 def main() -> None:
     out = Path(sys.argv[1])
+    if "--split" in sys.argv:
+        split_main(out)
+        return
     torch.manual_seed(0)
     model = Model(layers=61)
     free, _ = torch.cuda.mem_get_info()
