@@ -5,17 +5,20 @@ captured up front, an NCCL process group, and that group destroyed again. A deco
 slows only with the harness is an artefact. (A first run, engine_decode_harness_probe.json, took
 graphs + NCCL together, then added the worker's queue poll per step.)
 
-Usage (on a GPU): python -m runtime.engine.decode_harness_probe OUT.json [--split]
+Usage (on a GPU): python -m runtime.engine.decode_harness_probe OUT.json [--split | --repeat]
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,57 @@ def _split(eng: Engine) -> None:
     eng.decode = timed_decode  # type: ignore[method-assign]
 
 
+class Clocks:
+    """nvidia-smi samples (SM clock MHz, temperature C, power W) every 0.5 s while running."""
+
+    def __init__(self) -> None:
+        self.samples: list[list[float]] = []
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        q = [
+            "nvidia-smi",
+            "-i",
+            "0",
+            "--query-gpu=clocks.sm,temperature.gpu,power.draw",
+            "--format=csv,noheader,nounits",
+        ]
+        while not self.stop.is_set():
+            out = subprocess.run(q, check=False, capture_output=True, text=True).stdout.strip()
+            with contextlib.suppress(ValueError):
+                self.samples.append([float(v) for v in out.split(",")])
+            time.sleep(0.5)
+
+    def done(self) -> dict[str, float]:
+        self.stop.set()
+        self.t.join()
+        cols = list(zip(*self.samples, strict=True)) or [[0.0]] * 3
+        return {"sm_mhz_mean": round(statistics.mean(cols[0]), 1), "sm_mhz_min": min(cols[0]),
+                "temp_c_max": max(cols[1]), "power_w_mean": round(statistics.mean(cols[2]), 1)}  # fmt: skip
+
+
+def repeat_main(out: Path) -> None:
+    """--repeat: plain C=1 three times back to back, then after capturing every bucket, each with
+    the replay's GPU span and the GPU's SM clock, temperature and power over the run."""
+    torch.manual_seed(0)
+    model = Model(layers=61)
+    free, _ = torch.cuda.mem_get_info()
+    eng = Engine(model, pages=int(0.8 * (free - 12e9) / (2 * 61 * PAGE * 576)), budget=8192)
+    _split(eng)
+    rows: dict[str, Any] = {}
+    for name in ("plain_1", "plain_2", "plain_3", "all_graphs"):
+        if name == "all_graphs":
+            for b in BUCKETS:
+                eng._graph(b, len(eng.free) + 1)
+        c = Clocks()
+        rows[name] = _c1(eng) | c.done()
+        print(name, rows[name], flush=True)
+    out.write_text(json.dumps({"provenance": provenance() | {"command": "decode_harness_probe OUT --repeat"},
+                               "c1_isl512": rows}, indent=1))  # fmt: skip
+
+
 def split_main(out: Path) -> None:
     """--split: plain, all buckets captured, and all but bucket 1 dropped again, each with the
     replay's GPU span and Engine.decode's wall time."""
@@ -94,6 +148,9 @@ def main() -> None:
     out = Path(sys.argv[1])
     if "--split" in sys.argv:
         split_main(out)
+        return
+    if "--repeat" in sys.argv:
+        repeat_main(out)
         return
     torch.manual_seed(0)
     model = Model(layers=61)
