@@ -42,7 +42,7 @@ class EPEngine(Engine):
         """Capture every bucket's decode graph, in the same order on every rank (the warm-up
         replays before each capture run collectives)."""
         for b in BUCKETS:
-            if b <= max_batch:
+            if b <= bucket(max_batch):  # the bucket a batch of max_batch rounds up to included
                 self._graph(b, max_pages)
 
     def prefill_ep(self, chunks: list[tuple[Req, int]], cap: int) -> None:
