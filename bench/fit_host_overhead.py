@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-import planner.engines as engines
+from planner import engines
 from planner.engines import SFloat
 from planner.search.validate import predict_anchor
 

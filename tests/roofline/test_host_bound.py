@@ -1,0 +1,39 @@
+"""Host-bound steps: an engine's per-request host work overlaps the GPU step and shows only past it."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.batch import StepBatch
+from roofline.step import step_cost
+from tests.conftest import make_instance
+
+
+def _with_host(us: float, **kw):
+    inst = make_instance("qwen3-30b-a3b", "b200", gpus=1, tp=1, ep=1, dense="nvfp4", moe="nvfp4", **kw)
+    return inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"host_us_per_request": us})})
+
+
+def test_host_time_below_the_gpu_step_costs_nothing():
+    """With the overlap scheduler the host prepares step n+1 while the GPU runs step n: a small batch
+    (little host work) keeps its GPU time exactly."""
+    batch = StepBatch.decode(4, 2000)
+    assert step_cost(_with_host(36.0), batch).time_s == step_cost(_with_host(0.0), batch).time_s
+
+
+def test_a_host_bound_step_lasts_the_host_time():
+    """Past the GPU time the step lasts requests x host time per request: max(GPU, host)."""
+    batch = StepBatch.decode(4000, 100)
+    gpu = step_cost(_with_host(0.0), batch).time_s
+    host = 4000 * 50e-6
+    assert host > gpu  # the case this test is about
+    assert step_cost(_with_host(50.0), batch).time_s == pytest.approx(host)
+
+
+def test_host_work_is_per_attention_dp_rank():
+    """Each attention-DP rank runs its own executor over its own requests: the host time of a step is
+    that of one rank's share of the batch."""
+    inst = make_instance("qwen3-235b-a22b", "b200", gpus=4, tp=1, dp=4, ep=4, dense="nvfp4", moe="nvfp4")
+    inst = inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"host_us_per_request": 200.0})})
+    batch = StepBatch.decode(4 * 1000, 100)
+    assert step_cost(inst, batch).time_s == pytest.approx(1000 * 200e-6)
