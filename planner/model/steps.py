@@ -137,7 +137,7 @@ MIXED_CHUNK_QUANTUM = 32  # prefill tokens of a mixed step are priced on a 32-to
 
 def mixed_step(pool: Pool, batch: float, kv_len: float, chunk_tokens: float, isl: int) -> StepCost:
     """A vLLM/TRT-LLM step: `batch` decodes (rounded up) and `chunk_tokens` of prefill together,
-    the chunk priced as whole prompts of `isl` tokens plus a remainder (no prefix). With pp
+    the chunk priced as whole prompts of `isl` tokens plus a remainder (see `_mixed`). With pp
     stages the decodes and the chunk are split into pp micro-batches, as in `decode_step`."""
     inst = pool.instance
     pp = inst.parallel.pp
@@ -147,8 +147,12 @@ def mixed_step(pool: Pool, batch: float, kv_len: float, chunk_tokens: float, isl
 
 
 def _mixed(pool: Pool, seqs: int, kv_len: float, c: int, isl: int) -> StepCost:
+    """The remainder of the chunk is a piece of a prompt prefilled over several steps: each piece
+    attends to the prompt's tokens before it, so over the prompt its tokens see isl / 2 keys on
+    average (the whole prompt's causal work, however it is cut); priced as one piece of `rest`
+    tokens behind a prefix of (isl - rest) / 2, which carries that average."""
     whole, rest = divmod(c, max(isl, 1))
-    chunks = [(isl, 0)] * whole + ([(rest, 0)] if rest else [])
+    chunks = [(isl, 0)] * whole + ([(rest, (isl - rest) // 2)] if rest else [])
     b = StepBatch(
         decode_seqs=seqs,
         decode_kv_sum=seqs * kv_len,

@@ -32,3 +32,17 @@ def test_two_stages_do_not_halve_throughput_per_gpu():
     per_gpu_1 = 150 / mixed_step(one, 150, 1500, 150, 1000).time_s
     per_gpu_2 = 300 / mixed_step(two, 300, 1500, 300, 1000).time_s / 2
     assert 0.85 <= per_gpu_2 / per_gpu_1 <= 1.15
+
+
+def test_a_chunk_of_a_long_prompt_carries_its_share_of_the_causal_work():
+    """A prompt prefilled over several mixed steps attends to its own earlier tokens: four quarter
+    chunks together do the whole prompt's attention work (a fresh quarter-prompt would do 1/4 of it;
+    that undercounted long-input TRT-LLM runs by up to 2x)."""
+    pool = _pool(1)
+    isl = 32768
+
+    def attention_flops(chunk: int) -> float:
+        step = mixed_step(pool, 0, 0, chunk, isl)
+        return sum(o.flops for o in step.ops if o.name == "attention.prefill")
+
+    assert 4 * attention_flops(isl // 4) == pytest.approx(attention_flops(isl), rel=0.01)
