@@ -108,19 +108,6 @@ KERNELS: dict[str, KernelPath] = {
             tile_m=16,
         ),
         _k(
-            "triton-mxfp4-moe-sm90",
-            True,
-            0.15,
-            0.30,
-            6,
-            "OpenAI triton_kernels matmul_ogs (TRT-LLM moe backend TRITON on Hopper: perf-overview llm_options, "
-            "TRT-LLM PR #7101): MXFP4 weights decoded to BF16 in the kernel (no MXFP4 MMA on sm_90, triton "
-            "PR #11361); rows padded to 16 as the Marlin path it replaces (assumed). Efficiencies fitted by "
-            "bench/fit_triton_mxfp4_sm90.py on the 10 train gpt-oss H100/H200 rows of trtllm-perf-overview "
-            "(median |error| 80% -> 6%)",
-            tile_m=16,
-        ),
-        _k(
             "flashmla-sm90",
             True,
             0.67,
@@ -260,7 +247,7 @@ _DEFAULTS: dict[tuple[str, str, str], str] = {
     ("sm_90", "gemm", "bf16"): "cublas-bf16-sm90",
     ("sm_90", "gemm", "*"): "deepgemm-fp8-sm90",
     ("sm_90", "moe_gemm", "w4a16"): "marlin-w4a16-sm90",
-    ("sm_90", "moe_gemm", "mxfp4"): "triton-mxfp4-moe-sm90",
+    ("sm_90", "moe_gemm", "mxfp4"): "marlin-w4a16-sm90",
     ("sm_90", "moe_gemm", "*"): "deepgemm-grouped-fp8-sm90",
     ("sm_90", "mla_decode", "*"): "flashmla-sm90",
     ("sm_90", "sparse_attn", "*"): "flashmla-sparse-sm90",
