@@ -8,8 +8,11 @@ large running batches: saturated offline runs of small-active-parameter models o
 Fitted ONLY on the train-split TensorRT-LLM performance overview (validation/public/
 trtllm-perf-overview.yaml, `source.split: train`; every anchor of the file, ids printed with
 --list): the value minimizing the median |error| of the file's predictions over a 1 us grid.
-This script reads no test-split file. It prints the fit; the value and this provenance are
-recorded by hand in planner/engines/trtllm.yaml.
+This script reads no test-split file. It prints the fit (36 us). The value is NOT in the engine
+profile: read once on the test split, it made MLPerf's TRT-LLM Llama-3.1-8B server runs (the C++
+runtime, thousands of requests per GPU) 5x slow (B200 TPOT 18.7 -> 124 ms against 27 ms published):
+the cost belongs to the PyTorch executor of trtllm-bench, and the planner does not yet tell the two
+TRT-LLM runtimes apart. A scenario may state `host_us_per_request` for a PyTorch-backend deployment.
 
     PYTHONPATH=$PWD python3 bench/fit_host_overhead.py [--list]
 """

@@ -149,6 +149,7 @@ STATED_RUNTIME = (
     "elementwise_launches_per_layer",
     "elementwise_bytes_per_token_layer",
     "step_overhead_us",
+    "host_us_per_request",
 )
 
 

@@ -37,3 +37,24 @@ def test_host_work_is_per_attention_dp_rank():
     inst = inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"host_us_per_request": 200.0})})
     batch = StepBatch.decode(4 * 1000, 100)
     assert step_cost(inst, batch).time_s == pytest.approx(1000 * 200e-6)
+
+
+def test_a_scenario_can_state_the_host_time_per_request():
+    """No engine profile carries a per-request host time (the fitted TRT-LLM PyTorch-executor value
+    did not transfer to the C++ runtime of MLPerf submissions); a scenario states it."""
+    from planner.inputs.scenario import Scenario
+    from planner.model.defaults import resolve
+
+    base = {
+        "model": "qwen3-30b-a3b",
+        "hardware": "b200",
+        "engine": "trtllm",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "ep": 1}},
+        "precision": {"dense": "nvfp4", "moe": "nvfp4"},
+        "mtp": None,
+        "workload": {"isl": 1000, "osl": 1000, "concurrency": 1},
+    }
+    plain = resolve(Scenario.model_validate(base)).deployment.pools[0].instance.runtime
+    stated = resolve(Scenario.model_validate(base | {"runtime": {"host_us_per_request": 36}}))
+    assert plain.host_us_per_request == 0.0
+    assert stated.deployment.pools[0].instance.runtime.host_us_per_request == 36.0
