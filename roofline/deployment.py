@@ -84,6 +84,10 @@ class RuntimeOptions(StrictModel):
     # gives its own (runtime.engine: 4.37 MB, from its non-GEMM kernel time per prefill token).
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
     step_overhead_us: float = Field(default=0.0, ge=0)  # host time per step the GPU waits for
+    # Host time per request in a step on one rank (an engine's per-request scheduling, sampling
+    # and response bookkeeping each iteration); overlapped with the GPU step, so only the part
+    # beyond the GPU time shows (roofline.step). Engine profiles give it (planner/engines).
+    host_us_per_request: float = Field(default=0.0, ge=0)
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
     # Scheduler settings (planner/engines/*.yaml): tokens one attention-DP rank prefills per step,
     # requests one rank runs at most (None: what the KV pool holds), the policy, the graph batch limit.

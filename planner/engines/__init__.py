@@ -104,6 +104,7 @@ class EngineProfile(_Strict):
     max_running_per_rank: SOptInt
     mtp_default: SInt
     fp8_kv_with_fp8_weights: SBool
+    host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
@@ -170,6 +171,7 @@ def runtime_options(
         kv_from_free_memory=p.kv_from_free_memory.value,
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
+        host_us_per_request=p.host_us_per_request.value if p.host_us_per_request else 0.0,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)

@@ -222,6 +222,7 @@ class RuntimeSpec(InputModel):
     elementwise_launches_per_layer: float | None = Field(default=None, ge=0, le=10_000)
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
     step_overhead_us: float | None = Field(default=None, ge=0, le=1e7)
+    host_us_per_request: float | None = Field(default=None, ge=0, le=1e6)  # overlapped host time
 
 
 class Scenario(InputModel):

@@ -107,7 +107,7 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
             kv, why = "fp8", "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache"
         elif p.attention == "fp8":
             kv, why = "fp8", "FP8 attention reads an FP8 KV cache"
-        elif follows and dense == "fp8":
+        elif follows and dense in ("fp8", "nvfp4"):
             kv, why = "fp8", source
         else:
             kv, why = "bf16", source
@@ -149,6 +149,7 @@ STATED_RUNTIME = (
     "elementwise_launches_per_layer",
     "elementwise_bytes_per_token_layer",
     "step_overhead_us",
+    "host_us_per_request",
 )
 
 

@@ -67,8 +67,15 @@ def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
 
 
 def _decode(inst: InstanceSpec, seqs: int, kv_len: float, n_drafts: int) -> StepCost:
+    return _pipelined(inst, step_cost(inst, StepBatch.decode(seqs, kv_len, n_drafts)))
+
+
+def _pipelined(inst: InstanceSpec, cost: StepCost) -> StepCost:
+    """The time for every sequence of the batch to advance one step when the batch runs as pp
+    micro-batches (`cost` is one micro-batch's step): with pp micro-batches in flight each stage
+    is busy all the time, so the batch advances once every pp x stage time, plus its share of the
+    last stage's head and the stage-to-stage hops."""
     pp = inst.parallel.pp
-    cost = step_cost(inst, StepBatch.decode(seqs, kv_len, n_drafts))
     if pp == 1:
         return cost
     return StepCost(
@@ -130,20 +137,26 @@ MIXED_CHUNK_QUANTUM = 32  # prefill tokens of a mixed step are priced on a 32-to
 
 def mixed_step(pool: Pool, batch: float, kv_len: float, chunk_tokens: float, isl: int) -> StepCost:
     """A vLLM/TRT-LLM step: `batch` decodes (rounded up) and `chunk_tokens` of prefill together,
-    the chunk priced as whole prompts of `isl` tokens plus a remainder (no prefix)."""
+    the chunk priced as whole prompts of `isl` tokens plus a remainder (see `_mixed`). With pp
+    stages the decodes and the chunk are split into pp micro-batches, as in `decode_step`."""
     inst = pool.instance
-    seqs = max(0, math.ceil(batch - 1e-9))
-    c = round(chunk_tokens / MIXED_CHUNK_QUANTUM) * MIXED_CHUNK_QUANTUM
+    pp = inst.parallel.pp
+    seqs = max(0, math.ceil(batch / pp - 1e-9))
+    c = round(chunk_tokens / pp / MIXED_CHUNK_QUANTUM) * MIXED_CHUNK_QUANTUM
     return _memo(inst, ("mix", seqs, kv_len, c, isl), lambda: _mixed(pool, seqs, kv_len, c, isl))
 
 
 def _mixed(pool: Pool, seqs: int, kv_len: float, c: int, isl: int) -> StepCost:
+    """The remainder of the chunk is a piece of a prompt prefilled over several steps: each piece
+    attends to the prompt's tokens before it, so over the prompt its tokens see isl / 2 keys on
+    average (the whole prompt's causal work, however it is cut); priced as one piece of `rest`
+    tokens behind a prefix of (isl - rest) / 2, which carries that average."""
     whole, rest = divmod(c, max(isl, 1))
-    chunks = [(isl, 0)] * whole + ([(rest, 0)] if rest else [])
+    chunks = [(isl, 0)] * whole + ([(rest, (isl - rest) // 2)] if rest else [])
     b = StepBatch(
         decode_seqs=seqs,
         decode_kv_sum=seqs * kv_len,
         prefill_chunks=tuple(chunks),
         draft_tokens=drafts(pool) if seqs else 0,
     )
-    return step_cost(pool.instance, b, memory(pool).offloaded_bytes)
+    return _pipelined(pool.instance, step_cost(pool.instance, b, memory(pool).offloaded_bytes))
