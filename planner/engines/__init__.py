@@ -103,6 +103,7 @@ class EngineProfile(_Strict):
     prefill_tokens_per_rank: SInt
     max_running_per_rank: SOptInt
     mtp_default: SInt
+    request_overhead_ms: SFloat
     fp8_kv_with_fp8_weights: SBool
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
@@ -170,6 +171,7 @@ def runtime_options(
         kv_from_free_memory=p.kv_from_free_memory.value,
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
+        request_overhead_s=p.request_overhead_ms.value * 1e-3,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)
