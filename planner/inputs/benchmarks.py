@@ -5,7 +5,8 @@ Two patterns, each client's taken from its source:
   `vllm bench serve` and TRT-LLM's `trtllm-serve` benchmark start their `max_concurrency` clients
   together (every request is issued at once, a semaphore admits `concurrency` of them), send
   `num_prompts` requests and average TTFT, TPOT and throughput over every request, the first wave
-  included (throughput = output tokens / benchmark duration). The first wave queues behind one
+  included (throughput = output tokens / benchmark duration); trtllm-bench with `--concurrency`
+  keeps the same loop in process. The first wave queues behind one
   another's prefills, which a steady-state window leaves out. Preset: all clients start at t = 0,
   no warm-up, metrics over all completed requests and their whole span.
 - steady state (`first_wave=False`): genai-perf (perf_analyzer) measures in windows
@@ -44,6 +45,11 @@ PRESETS: dict[str, ClientPreset] = {
     ),
     "trtllm-serve-benchmark": ClientPreset(
         True, "tensorrt_llm/serve/scripts/benchmark_serving.py: a port of vLLM's benchmark_serving (same loop)"
+    ),
+    "trtllm-bench": ClientPreset(
+        True,
+        "tensorrt_llm/bench (trtllm-bench throughput --concurrency N): the whole dataset is enqueued and N "
+        "requests kept in flight; statistics over every request",
     ),
     "genai-perf": ClientPreset(
         False,
