@@ -76,7 +76,8 @@ class Context:
         self.transfer_s: Callable[[int], float] = lambda i: 0.0
         for p_idx, p in enumerate(pools):
             self._build_pool(p_idx, p, same_domain)
-        entry = next((p for r in ("prefill", "aggregated", "decode") for p in pools if p.role == r), None)
+        # the serving path sits before the pool a request enters; a decode-only run takes prompts prefilled
+        entry = next((p for r in ("prefill", "aggregated") for p in pools if p.role == r), None)
         self.request_overhead_s = entry.inst.runtime.request_overhead_s if entry else 0.0
         self.router = Router(cfg.router, self.by_role, np.random.default_rng([cfg.seed, 3]))
         self.notes: list[str] = list(wl.notes)

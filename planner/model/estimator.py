@@ -172,8 +172,9 @@ def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float) -> M
 
 
 def request_overhead_s(dep: Deployment) -> float:
-    """The serving path of the pool a request enters first (prefill, else aggregated)."""
-    pool = dep.first("prefill") or dep.first("aggregated") or dep.first("decode")
+    """The serving path of the pool a request enters first (prefill, else aggregated); a
+    decode-only deployment takes prompts already prefilled, past the serving path."""
+    pool = dep.first("prefill") or dep.first("aggregated")
     return pool.instance.runtime.request_overhead_s if pool else 0.0
 
 
