@@ -88,6 +88,10 @@ class RuntimeOptions(StrictModel):
     # and response bookkeeping each iteration); overlapped with the GPU step, so only the part
     # beyond the GPU time shows (roofline.step). Engine profiles give it (planner/engines).
     host_us_per_request: float = Field(default=0.0, ge=0)
+    # Per-request serving path outside the GPU steps (HTTP parse, tokenization, hand-off to the
+    # scheduler, first detokenization and stream write): it delays each request's first token and
+    # its end, never a step (planner/engines/*.yaml `request_overhead_ms`, sourced there).
+    request_overhead_s: float = Field(default=0.0, ge=0)
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
     # Scheduler settings (planner/engines/*.yaml): tokens one attention-DP rank prefills per step,
     # requests one rank runs at most (None: what the KV pool holds), the policy, the graph batch limit.

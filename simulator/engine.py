@@ -76,6 +76,9 @@ class Context:
         self.transfer_s: Callable[[int], float] = lambda i: 0.0
         for p_idx, p in enumerate(pools):
             self._build_pool(p_idx, p, same_domain)
+        # the serving path sits before the pool a request enters; a decode-only run takes prompts prefilled
+        entry = next((p for r in ("prefill", "aggregated") for p in pools if p.role == r), None)
+        self.request_overhead_s = entry.inst.runtime.request_overhead_s if entry else 0.0
         self.router = Router(cfg.router, self.by_role, np.random.default_rng([cfg.seed, 3]))
         self.notes: list[str] = list(wl.notes)
         self.decode_only = not self.router.front
@@ -114,6 +117,12 @@ class Context:
     # ---- hand-offs
     def arrive(self, i: int) -> None:
         self.table.on_arrival(i, self.env.now)
+        if self.request_overhead_s:  # the serving path before the engine (RuntimeOptions.request_overhead_s)
+            self.env.timeout(self.request_overhead_s).callbacks.append(lambda _ev: self._admit(i))
+        else:
+            self._admit(i)
+
+    def _admit(self, i: int) -> None:
         if self.decode_only:
             self.table.on_prefill_start(i, self.env.now)
             self._deliver(i, True)

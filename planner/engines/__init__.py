@@ -103,6 +103,7 @@ class EngineProfile(_Strict):
     prefill_tokens_per_rank: SInt
     max_running_per_rank: SOptInt
     mtp_default: SInt
+    request_overhead_ms: SFloat
     fp8_kv_with_fp8_weights: SBool
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
     arch: dict[str, ArchOverride] = {}
@@ -172,6 +173,7 @@ def runtime_options(
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
         host_us_per_request=p.host_us_per_request.value if p.host_us_per_request else 0.0,
+        request_overhead_s=p.request_overhead_ms.value * 1e-3,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)

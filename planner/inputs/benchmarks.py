@@ -1,33 +1,89 @@
-"""How common benchmark clients drive a closed loop, as simulation settings.
+"""How common benchmark clients drive a closed loop, as simulation settings (named presets).
 
-SGLang's `bench_serving`, vLLM's `vllm bench serve`, genai-perf/aiperf and TRT-LLM's serving
-benchmark all start their `max_concurrency` clients together (every request is issued at once,
-a semaphore admits `concurrency` of them), send `num_prompts` requests and average TTFT, TPOT and
-throughput over every request, the first wave included (throughput = output tokens / benchmark
-duration). So the first wave queues behind one another's prefills, which a steady-state window
-leaves out. `client_config` gives that pattern: all clients start at t = 0, no warm-up, metrics
-over all completed requests and their whole span. Sources: sglang python/sglang/bench_serving.py
-(`benchmark`: asyncio.gather over all requests behind a semaphore; `calculate_metrics` over all
-outputs, `dur_s` from start to the last completion); vllm/benchmarks/serve.py (same structure);
-genai-perf concurrency mode. `num_prompts` is rarely published: 10 requests per client (at least
-50), the convention of InferenceMAX's runs (num_prompts = 10 x concurrency), stands in.
+Two patterns, each client's taken from its source:
+- burst, every request counted (`first_wave=True`): SGLang's `bench_serving`, vLLM's
+  `vllm bench serve` and TRT-LLM's `trtllm-serve` benchmark start their `max_concurrency` clients
+  together (every request is issued at once, a semaphore admits `concurrency` of them), send
+  `num_prompts` requests and average TTFT, TPOT and throughput over every request, the first wave
+  included (throughput = output tokens / benchmark duration); trtllm-bench with `--concurrency`
+  keeps the same loop in process. The first wave queues behind one
+  another's prefills, which a steady-state window leaves out. Preset: all clients start at t = 0,
+  no warm-up, metrics over all completed requests and their whole span.
+- steady state (`first_wave=False`): genai-perf (perf_analyzer) measures in windows
+  (`--measurement-interval`) until consecutive windows agree within `--stability-percentage`, so
+  its numbers describe the loop once the clients have desynchronised; AIPerf runs a warm-up phase
+  (`--warmup-request-count`) before the profile phase. Preset: clients start spread over one
+  request's latency (the simulator's default ramp), the first 10% of arrivals left out.
+`num_prompts` is rarely published: 10 requests per client (at least 50), the convention of
+InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names its client in
+`client:` where its source says which one ran; otherwise the engine's own serving benchmark is
+assumed (`ENGINE_CLIENT`). This module describes clients; it does not simulate.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simulator import SimConfig
 
-CLIENTS = {
-    "sglang": "sglang bench_serving",
-    "vllm": "vllm bench serve",
-    "trtllm": "genai-perf / trtllm-serve benchmark",
+
+@dataclass(frozen=True, slots=True)
+class ClientPreset:
+    first_wave: bool  # the mean includes the first wave of clients that start together
+    source: str
+
+
+PRESETS: dict[str, ClientPreset] = {
+    "sglang-bench-serving": ClientPreset(
+        True,
+        "sglang python/sglang/bench_serving.py: benchmark() gathers every request behind "
+        "asyncio.Semaphore(max_concurrency); calculate_metrics averages over all outputs, dur_s from the "
+        "start to the last completion",
+    ),
+    "vllm-bench-serve": ClientPreset(
+        True, "vllm/benchmarks/serve.py: the same structure (semaphore over all requests, metrics over all outputs)"
+    ),
+    "trtllm-serve-benchmark": ClientPreset(
+        True, "tensorrt_llm/serve/scripts/benchmark_serving.py: a port of vLLM's benchmark_serving (same loop)"
+    ),
+    "trtllm-bench": ClientPreset(
+        True,
+        "tensorrt_llm/bench (trtllm-bench throughput --concurrency N): the whole dataset is enqueued and N "
+        "requests kept in flight; statistics over every request",
+    ),
+    "genai-perf": ClientPreset(
+        False,
+        "perf_analyzer concurrency mode: measurement windows (--measurement-interval) repeated until "
+        "stable (--stability-percentage); the start-up wave is outside the stable windows",
+    ),
+    "aiperf": ClientPreset(
+        False, "AIPerf: warm-up phase (--warmup-request-count) before the profile phase whose requests are averaged"
+    ),
+}
+ENGINE_CLIENT = {
+    "sglang": "sglang-bench-serving",
+    "vllm": "vllm-bench-serve",
+    "trtllm": "trtllm-serve-benchmark",
     "other": "genai-perf",
 }
 PROMPTS_PER_CLIENT = 10
 MIN_PROMPTS = 50
 
 
-def client_config(concurrency: float, num_prompts: int | None = None, seed: int = 0) -> SimConfig:
-    """A benchmark client's closed loop at `concurrency` (all start together, every request counted)."""
+def client_for(engine: str, client: str | None = None) -> str:
+    """The client preset an anchor uses: the one it names, else its engine's serving benchmark."""
+    if client is not None:
+        if client not in PRESETS:
+            raise ValueError(f"client {client!r}: allowed {', '.join(PRESETS)}")
+        return client
+    return ENGINE_CLIENT.get(engine, "genai-perf")
+
+
+def client_config(
+    concurrency: float, num_prompts: int | None = None, seed: int = 0, client: str = "sglang-bench-serving"
+) -> SimConfig:
+    """A benchmark client's closed loop at `concurrency` (`PRESETS[client]`)."""
     n = num_prompts or max(MIN_PROMPTS, int(PROMPTS_PER_CLIENT * concurrency))
-    return SimConfig(requests=n, seed=seed, closed_loop_ramp_s=0.0, warmup_fraction=0.0, warmup_by="completion")
+    if PRESETS[client].first_wave:
+        return SimConfig(requests=n, seed=seed, closed_loop_ramp_s=0.0, warmup_fraction=0.0, warmup_by="completion")
+    return SimConfig(requests=n, seed=seed, warmup_fraction=0.1, warmup_by="arrival")

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from planner.model.defaults import Resolved
 from planner.model.deployment import Deployment, Pool
-from planner.model.metrics import Metrics
+from planner.model.metrics import Metrics, add_request_overhead
 from planner.model.steps import (
     decode_capacity,
     decode_step,
@@ -165,9 +165,17 @@ def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float) -> M
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
     m = (_aggregated if dep.first("aggregated") else _disaggregated)(dep, isl, osl, kv_len, b)
+    add_request_overhead(m, request_overhead_s(dep), osl)
     if b >= cap and not m.limit:
         m.limit = "decode KV capacity"
     return m
+
+
+def request_overhead_s(dep: Deployment) -> float:
+    """The serving path of the pool a request enters first (prefill, else aggregated); a
+    decode-only deployment takes prompts already prefilled, past the serving path."""
+    pool = dep.first("prefill") or dep.first("aggregated")
+    return pool.instance.runtime.request_overhead_s if pool else 0.0
 
 
 def _solve(f: Callable[[float], float], target: float, hi: float) -> float | None:

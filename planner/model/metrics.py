@@ -57,3 +57,16 @@ class Metrics:
             v = self.p90_s.get(name)
             return None if v is None else v * 1e3
         return float(getattr(self, f"{name}_s")) * 1e3
+
+
+def add_request_overhead(m: Metrics, overhead_s: float, osl: int) -> None:
+    """The per-request serving path (RuntimeOptions.request_overhead_s: HTTP, tokenization,
+    scheduler hand-off, first detokenization) on a steady-state point: it lengthens TTFT and E2E
+    by `overhead_s`, and a closed loop counts the requests inside it as in flight (Little's law:
+    completions/s x overhead). The simulator applies the same delay to each arrival
+    (simulator/engine.py `arrive`), so estimate and simulation agree."""
+    if overhead_s <= 0:
+        return
+    m.ttft_s += overhead_s
+    m.e2e_s += overhead_s
+    m.concurrency += overhead_s * m.output_tok_s / max(osl, 1)

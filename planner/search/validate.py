@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from planner.inputs.benchmarks import client_config
+from planner.inputs.benchmarks import PRESETS, client_config, client_for
 from planner.inputs.edge import format_validation_error, one_line
 from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
 from planner.model.defaults import Resolved
@@ -59,6 +59,9 @@ class Anchor(Scenario):
     date: str | datetime.date = ""  # YAML reads an unquoted 2025-01-31 as a date
     quote: str = ""
     derived: bool = False  # the value was computed from quoted numbers (the derivation is in notes)
+    # the benchmark client that measured it, where the source says (planner.inputs.benchmarks PRESETS);
+    # None: the engine's own serving benchmark
+    client: Literal[tuple(PRESETS)] | None = None  # type: ignore[valid-type]
 
 
 @dataclass(slots=True)
@@ -175,7 +178,8 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
             [*res.assumed, f"throughput at {users} users, the most meeting the slo"],
         )
     if a.phase == "end-to-end" and a.metric in SIMULATED and (res.concurrency or res.request_rate):
-        return simulated_value(a.metric, res), "simulate", res.assumed
+        client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
+        return simulated_value(a.metric, res, client), "simulate", res.assumed
     return metric_value(a.metric, estimate(res)), "estimate", res.assumed
 
 
@@ -195,17 +199,18 @@ SIMULATED = {
 }
 
 
-def simulated_value(metric: str, res: Resolved) -> float:
+def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving") -> float:
     """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
     engine's request count and start pattern); else the closed loop of a benchmark client
-    (`planner.inputs.benchmarks`: all clients start together, every request counted), or Poisson
+    (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a steady
+    state after a warm-up), or Poisson
     arrivals at the anchor's rate for ten times the requests in flight (at least 600, extended
     until the measured window converges); seed 0; means over the window."""
     given = res.simulation
     if given is not None:
         cfg, extend = given, False
     elif res.concurrency:  # the benchmark client's own pattern (planner.inputs.benchmarks)
-        cfg, extend = client_config(res.concurrency), False
+        cfg, extend = client_config(res.concurrency, client=client), False
     else:
         in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s
         cfg, extend = SimConfig(requests=int(min(max(600, 10 * in_flight), 30_000))), True

@@ -1,0 +1,77 @@
+"""Fit of each engine's per-request serving path (`request_overhead_ms` in planner/engines/*.yaml) on
+train-split anchors only.
+
+The serving path (HTTP, tokenization, hand-off to the scheduler, first detokenization and stream
+write) is a constant per request that the GPU step model leaves out. At concurrency 1 nothing queues,
+so an anchor's TTFT is that constant plus one prefill: the fit is the median over the engine's
+train anchors of (published TTFT - predicted TTFT without the constant). Anchors used: metric
+`ttft_ms`, end-to-end phase, total concurrency 1, prompts of at most 8,192 tokens (longer prompts'
+residuals are set by the prefill rate, not by a per-request constant), from files whose
+`source.split` is train. Every anchor id used is printed beside its residual. Test-split files are
+never read. An engine with fewer than MIN_ANCHORS such anchors keeps 0: a median of one or two
+anchors is those anchors' own prefill-model error as much as a serving path. The `other` profile
+also serves the project's own in-process runtime engine (no HTTP, no tokenizer; calibration/data/
+engine_anchors.yaml), so it keeps 0 whatever its fit prints.
+
+Usage: PYTHONPATH=. python bench/fit_request_overhead.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from planner.engines import profile
+from planner.inputs.scenario import load_yaml
+from planner.search.validate import predict_anchor
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_ISL = 8192
+MIN_ANCHORS = 3
+
+
+def selected(raw: dict) -> bool:
+    w = raw.get("workload") or {}
+    isl = w.get("isl")
+    return (
+        raw.get("metric") == "ttft_ms"
+        and raw.get("phase") == "end-to-end"
+        and w.get("concurrency") == 1
+        and w.get("concurrency_scope", "total") == "total"
+        and isinstance(isl, int)
+        and isl <= MAX_ISL
+    )
+
+
+def residuals() -> dict[str, list[tuple[str, float]]]:
+    """Per engine: (anchor id, published - predicted without the engine's current constant) in ms."""
+    out: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for path in sorted((ROOT / "validation" / "public").glob("*.yaml")):
+        data = load_yaml(path)
+        if (data.get("source") or {}).get("split") != "train":
+            continue
+        for raw in data["anchors"]:
+            if not selected(raw):
+                continue
+            engine = raw.get("engine", "other")
+            r = predict_anchor(raw, path.parent)
+            if r.predicted is None:
+                print(f"  skipped {r.id}: {r.error}", file=sys.stderr)
+                continue
+            current = profile(engine).request_overhead_ms.value
+            out[engine].append((r.id, float(raw["value"]) - (r.predicted - current)))
+    return out
+
+
+def main() -> None:
+    for engine, rows in sorted(residuals().items()):
+        fit = max(0.0, statistics.median(v for _, v in rows)) if len(rows) >= MIN_ANCHORS else 0.0
+        print(f"{engine}: request_overhead_ms = {fit:.0f} ({len(rows)} train anchors, at least {MIN_ANCHORS})")
+        for aid, v in rows:
+            print(f"  {aid}: {v:+.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The per-request serving path and the benchmark clients' patterns: where TTFT comes from besides
+the GPU steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import engines
+from planner.inputs.benchmarks import PRESETS, client_config, client_for
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.model.simulate import run_simulation
+from planner.search.validate import predict_anchor
+
+SMALL = {
+    "model": "llama-3.1-8b",
+    "hardware": "h100-sxm",
+    "engine": "sglang",
+    "deployment": {"aggregated": {"gpus_per_instance": 1, "tp": 1}},
+    "workload": {"isl": 1000, "osl": 64, "concurrency": 1},
+}
+
+
+def _without_overhead(monkeypatch):
+    real = engines.profile
+
+    def zero(engine):
+        p = real(engine)
+        return p.model_copy(update={"request_overhead_ms": p.request_overhead_ms.model_copy(update={"value": 0.0})})
+
+    monkeypatch.setattr(engines, "profile", zero)
+
+
+def test_request_overhead_lengthens_ttft_and_e2e_by_the_same_constant_in_estimate_and_simulation(monkeypatch):
+    """The serving path is one constant per request, applied in one place for each model: the
+    estimate and the simulation at concurrency 1 both move TTFT and E2E by that constant (the
+    estimate within 5%: the one request in flight spends that time outside the engine, so the mean
+    decode batch it solves for is a little smaller), and TPOT not at all."""
+    overhead_s = engines.profile("sglang").request_overhead_ms.value * 1e-3
+    assert overhead_s > 0
+    res = resolve(parse_scenario(SMALL))
+    assert res.deployment.pools[0].instance.runtime.request_overhead_s == pytest.approx(overhead_s)
+    est = estimate(res)
+    _, sim = run_simulation(res, client_config(1, num_prompts=20))
+    _without_overhead(monkeypatch)
+    res0 = resolve(parse_scenario(SMALL))
+    est0 = estimate(res0)
+    _, sim0 = run_simulation(res0, client_config(1, num_prompts=20))
+    assert est.ttft_s - est0.ttft_s == pytest.approx(overhead_s, rel=0.05)
+    assert est.e2e_s - est0.e2e_s == pytest.approx(overhead_s, rel=0.05)
+    assert est.tpot_s == pytest.approx(est0.tpot_s, rel=0.05)
+    assert (sim["ttft_ms"]["mean"] - sim0["ttft_ms"]["mean"]) * 1e-3 == pytest.approx(overhead_s, rel=1e-3)
+    assert sim["tpot_ms"]["mean"] == pytest.approx(sim0["tpot_ms"]["mean"], rel=1e-6)
+
+
+def test_closed_loop_counts_requests_in_the_serving_path_as_in_flight():
+    """Little's law with the serving path: C = X (TTFT + decode) still holds."""
+    e = estimate(resolve(parse_scenario({**SMALL, "workload": {"isl": 1000, "osl": 64, "concurrency": 16}})))
+    assert e.output_tok_s / 64 * e.e2e_s == pytest.approx(e.concurrency, rel=0.02)
+
+
+def test_steady_state_clients_leave_the_first_wave_out_of_ttft():
+    """All clients starting together queue their prefills behind one another: a burst client
+    (sglang bench_serving) averages that wave in, a steady-state client (genai-perf) does not."""
+    res = resolve(parse_scenario({**SMALL, "workload": {"isl": 4000, "osl": 64, "concurrency": 32}}))
+    _, burst = run_simulation(res, client_config(32, client="sglang-bench-serving"), extend=False)
+    _, steady = run_simulation(res, client_config(32, client="genai-perf"), extend=False)
+    assert steady["ttft_ms"]["mean"] < burst["ttft_ms"]["mean"]
+
+
+def test_each_engine_has_a_client_and_an_unknown_client_is_refused():
+    assert {client_for(e) for e in engines.ENGINES} <= set(PRESETS)
+    assert client_for("sglang", "aiperf") == "aiperf"
+    with pytest.raises(ValueError, match="client 'locust'"):
+        client_for("sglang", "locust")
+
+
+def test_an_anchor_naming_an_unknown_client_is_one_error_naming_the_field():
+    anchor = {
+        "id": "x",
+        **SMALL,
+        "phase": "end-to-end",
+        "metric": "ttft_ms",
+        "value": 50.0,
+        "client": "locust",
+    }
+    r = predict_anchor(anchor, None)
+    assert r.predicted is None
+    assert "client" in (r.error or "")
