@@ -23,6 +23,14 @@ from roofline.step import step_cost
 KV_Q = 32
 TOK_Q = 64
 PREFIX_Q = 256
+MIXED_KV_Q = 128  # a mixed step's decode KV length grid: its prefill chunk dominates the step
+
+
+def seq_grid(seqs: int) -> int:
+    """Decode batch of a mixed step on a grid of 8 points per doubling (exact below 16): the
+    decode share of a step that also prefills is priced within 1/16 of its batch."""
+    w = 1 << max(seqs.bit_length() - 4, 0)
+    return max(1, round(seqs / w) * w)
 
 
 class StepTimer:
@@ -93,15 +101,15 @@ class StepTimer:
         step's expert load draws its imbalance from all its tokens."""
         if not seqs:
             return self.prefill(chunks)
-        bucket = int(kv_sum / seqs) // KV_Q
+        bucket = int(kv_sum / seqs) // MIXED_KV_Q
         n, new_q, prefix_q = self._spread(chunks)
-        key = (seqs, bucket, drafts, n, new_q, prefix_q)
+        key = (seq_grid(seqs), bucket, drafts, n, new_q, prefix_q)
         hit = self._both.get(key)
         if hit is None:
             per_new = max(1, round((new_q + 0.5) * TOK_Q / n))
             per_prefix = round(prefix_q * PREFIX_Q / n)
-            kv = (bucket + 0.5) * KV_Q
-            batch = StepBatch(seqs, seqs * kv, ((per_new, per_prefix),) * n, drafts)
+            kv = (bucket + 0.5) * MIXED_KV_Q
+            batch = StepBatch(key[0], key[0] * kv, ((per_new, per_prefix),) * n, drafts)
             t, moe = self._cost(batch)
             pairs = batch.tokens * self._k / self.inst.parallel.ep
             hit = self._both[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))

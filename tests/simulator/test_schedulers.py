@@ -15,7 +15,7 @@ from planner.model.simulate import pool_defs, run_simulation
 from roofline.batch import StepBatch
 from roofline.step import step_cost
 from simulator import PoolDef, SimConfig, build_workload, simulate
-from simulator.stepfn import KV_Q, TOK_Q, StepTimer
+from simulator.stepfn import MIXED_KV_Q, TOK_Q, StepTimer, seq_grid
 from tests.simulator.helpers import AGG_LLAMA, scenario
 
 WORKLOAD = {"isl": 3000, "osl": 200, "request_rate": 12.0}
@@ -77,7 +77,7 @@ def test_a_mixed_step_is_priced_as_one_batch_of_decodes_and_chunks():
     both = timer.mixed(64, 64 * 1500.0, [(1024, 0)], 0)
     alone = timer.decode(64, 64 * 1500.0, 0) + timer.prefill([(1024, 0)])
     assert timer.decode(64, 64 * 1500.0, 0) < both < alone
-    kv, new = (1500 // KV_Q + 0.5) * KV_Q, round((1024 // TOK_Q + 0.5) * TOK_Q)  # the memo's grid point
+    kv, new = (1500 // MIXED_KV_Q + 0.5) * MIXED_KV_Q, round((1024 // TOK_Q + 0.5) * TOK_Q)  # the memo's grid point
     direct = step_cost(inst, StepBatch(64, 64 * kv, ((new, 0),), 0)).time_s
     assert both == pytest.approx(direct, rel=1e-9)
 
@@ -99,3 +99,9 @@ def test_vllm_estimate_and_simulation_agree_on_kimi_k2_b200_at_3_requests_per_s(
     _, sim = run_simulation(res, SimConfig(requests=1500, seed=0))
     assert sim["tpot_ms"]["mean"] == pytest.approx(est.tpot_s * 1e3, rel=0.05)
     assert sim["ttft_ms"]["mean"] == pytest.approx(est.ttft_s * 1e3, rel=0.25)
+
+
+def test_mixed_steps_price_the_decode_batch_within_one_sixteenth():
+    """The memo grid of a mixed step's decode batch: exact below 16 sequences, within 1/16 above."""
+    assert all(seq_grid(s) == s for s in range(1, 16))
+    assert all(abs(seq_grid(s) - s) <= s / 16 for s in range(1, 20_000))
