@@ -216,13 +216,19 @@ class AggregatedInstance(Instance):
             self.reserved = self.held = 0.0
 
     def run(self) -> Generator[Any, Any, None]:
-        mixed = self.timer.inst.runtime.scheduler == "mixed"
+        st = self.state
+        with_queue = self._mixed_step if self.timer.inst.runtime.scheduler == "mixed" else self._prefill_first_step
         while True:
-            yield from (self._mixed_step() if mixed else self._prefill_first_step())
+            if self.queue:
+                yield from with_queue()
+            elif st.n:
+                yield from self.decode_step()
+            else:
+                yield self.sleep()  # an arrival, or KV freed by a finish, wakes it
 
     def _prefill_first_step(self) -> Generator[Any, Any, None]:
         """SGLang: a pending prefill batch runs before the next decode step."""
-        chunks, done = self.take_chunks(self._admit) if self.queue else ([], [])
+        chunks, done = self.take_chunks(self._admit)
         if chunks:
             self.ctx.record(self, self.state.n, 0, sum(c[0] for c in chunks))
             yield self.ctx.env.timeout(self.timer.prefill(chunks))
@@ -230,7 +236,7 @@ class AggregatedInstance(Instance):
         elif self.state.n:
             yield from self.decode_step()
         else:
-            yield self.sleep()  # an arrival, or KV freed by a finish, wakes it
+            yield self.sleep()  # a finish frees KV for the waiting prompt
 
     def _mixed_step(self) -> Generator[Any, Any, None]:
         """vLLM / TRT-LLM: every running decode, then prefill chunks in what is left of the token
@@ -239,12 +245,12 @@ class AggregatedInstance(Instance):
         for i, gen in st.preempt_to_fit():
             ctx.preempted(self, i, gen)
         room = self.budget - st.n * (1 + self.drafts)
-        chunks, done = self.take_chunks(self._admit, room) if self.queue and room > 0 else ([], [])
+        chunks, done = self.take_chunks(self._admit, room) if room > 0 else ([], [])
         if not chunks:
             if st.n:
                 yield from self.decode_step()
             else:
-                yield self.sleep()  # an arrival, or KV freed by a finish, wakes it
+                yield self.sleep()  # a finish frees KV for the waiting prompt
             return
         n, tokens = st.n, st.t_sum
         ctx.record(self, n, tokens, sum(c[0] for c in chunks))
