@@ -105,3 +105,15 @@ def test_mixed_steps_price_the_decode_batch_within_one_sixteenth():
     """The memo grid of a mixed step's decode batch: exact below 16 sequences, within 1/16 above."""
     assert all(seq_grid(s) == s for s in range(1, 16))
     assert all(abs(seq_grid(s) - s) <= s / 16 for s in range(1, 20_000))
+
+
+def test_the_engines_running_request_limit_caps_the_batch():
+    """vLLM's max_num_seqs (per DP rank) holds the running batch even when the KV pool has room."""
+    res = scenario({**AGG_LLAMA, "engine": "vllm"}, {"isl": 200, "osl": 50, "concurrency": 32})
+    (p,) = pool_defs(res)
+    inst = p.inst.model_copy(update={"runtime": p.inst.runtime.model_copy(update={"max_running_per_rank": 4})})
+    cfg = SimConfig(requests=200, seed=1)
+    wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, None)
+    capped = simulate([PoolDef(p.role, 1, inst, p.budget_tokens)], wl, cfg).steps
+    free = simulate(pool_defs(res), wl, cfg).steps
+    assert capped[:, BATCH].max() <= 4 < free[:, BATCH].max()
