@@ -100,9 +100,11 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     lam = c / max(isl, 1)
     g = min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
     p = min(c / g, 1.0)
-    dp = pool.parallel.dp_attention  # attention-DP ranks step together at the busiest one's share
-    k = max(g / max(isl, 1), 1.0)  # prompts (or one chunk) in a step that prefills
-    step = mixed_step(pool, b, kv_len, g * math.ceil(k / dp) * dp / k if dp > 1 else g, isl)
+    # Attention-DP ranks step together at the busiest one's share: a prompt sits on one rank and
+    # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
+    dp = pool.parallel.dp_attention
+    busiest = min(free / dp, max(g / dp, min(isl, g)))
+    step = mixed_step(pool, b, kv_len, dp * busiest, isl)
     t = p * step.time_s + (1 - p) * decode_time(pool, b, kv_len)
     tpot = t / tps
     decode_s = max(osl - 1, 0) * tpot
