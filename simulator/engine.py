@@ -94,7 +94,10 @@ class Context:
         dp = p.inst.parallel.dp_attention
         capacity = plan.kv_pool_bytes / plan.kv_bytes_per_token * dp if plan.kv_bytes_per_token else math.inf
         window = plan.window_bytes_per_seq / plan.kv_bytes_per_token if plan.kv_bytes_per_token else 0.0
-        max_running = self.cfg.max_running_requests or 1 << 30
+        # the engine's running-request limit per attention-DP rank (vLLM max_num_seqs, TRT-LLM
+        # max_batch_size; planner/engines/*.yaml), unless the simulation section sets one
+        limit = p.inst.runtime.max_running_per_rank
+        max_running = self.cfg.max_running_requests or (limit * dp if limit else 1 << 30)
         drafts = p.inst.mtp.draft_tokens if p.inst.mtp and p.role != "prefill" else 0
         if p.role == "decode" and plan.kv_bytes_per_token:
             hw = p.inst.hardware

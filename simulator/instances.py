@@ -3,10 +3,15 @@
 One SimPy event per forward step per instance. Each loop reads like the engine it models:
 admit what fits, run one step (its time from the memoized step-cost model), then hand off the
 requests whose step it was. Prefill takes whole or chunked prompts up to a token budget;
-decode runs continuous batching with KV-pool admission and preemption by recompute; an
-aggregated instance schedules SGLang-style, a pending prefill batch before the next decode step,
-so prefill stalls the running decodes. A request that could never finish on an instance (its
-prompt plus output exceed the KV pool) is dropped at admission with that reason.
+decode runs continuous batching with KV-pool admission and preemption by recompute. An
+aggregated instance schedules as its engine does (`runtime.scheduler`, planner/engines/*.yaml):
+`prefill_first` (SGLang) runs a pending prefill batch before the next decode step, so prefill
+stalls the running decodes; `mixed` (vLLM V1, TRT-LLM in-flight batching) runs every running
+decode and then prefill chunks in the same step, within one token budget (decodes first, as
+vLLM's scheduler takes its running requests before its waiting ones), so prefill lengthens each
+step instead of stalling decodes. A request that could never finish on an instance (its prompt
+plus output exceed the KV pool) is dropped at admission with that reason. Decodes beyond the
+token budget are not split off a step: the prompts wait until decodes finish and free budget.
 """
 
 from __future__ import annotations
@@ -76,11 +81,13 @@ class Instance:
         self.queued_tokens += context - cached
         self.notify()
 
-    def take_chunks(self, fits: Any = None) -> tuple[list[tuple[int, int]], list[int]]:
-        """Chunks for one prefill step within the token budget; returns (chunks, finished ids)."""
+    def take_chunks(self, fits: Any = None, budget: int | None = None) -> tuple[list[tuple[int, int]], list[int]]:
+        """Chunks for one step within `budget` prefill tokens (default: the whole token budget);
+        returns (chunks, finished ids)."""
         chunks: list[tuple[int, int]] = []
         done: list[int] = []
-        budget, now, table = self.budget, self.ctx.env.now, self.ctx.table
+        budget = self.budget if budget is None else budget
+        now, table = self.ctx.env.now, self.ctx.table
         while self.queue and budget > 0:
             entry = self.queue[0]
             if fits is not None and entry[3]:
@@ -209,16 +216,52 @@ class AggregatedInstance(Instance):
             self.reserved = self.held = 0.0
 
     def run(self) -> Generator[Any, Any, None]:
-        env, st = self.ctx.env, self.state
+        st = self.state
+        with_queue = self._mixed_step if self.timer.inst.runtime.scheduler == "mixed" else self._prefill_first_step
         while True:
-            chunks, done = self.take_chunks(self._admit) if self.queue else ([], [])
-            if chunks:
-                self.ctx.record(self, st.n, 0, sum(c[0] for c in chunks))
-                yield env.timeout(self.timer.prefill(chunks))
-                for i in done:
-                    self.release(i)
-                    self.ctx.prefill_done(self, i)
+            if self.queue:
+                yield from with_queue()
             elif st.n:
                 yield from self.decode_step()
             else:
                 yield self.sleep()  # an arrival, or KV freed by a finish, wakes it
+
+    def _prefill_first_step(self) -> Generator[Any, Any, None]:
+        """SGLang: a pending prefill batch runs before the next decode step."""
+        chunks, done = self.take_chunks(self._admit)
+        if chunks:
+            self.ctx.record(self, self.state.n, 0, sum(c[0] for c in chunks))
+            yield self.ctx.env.timeout(self.timer.prefill(chunks))
+            self._prefilled(done)
+        elif self.state.n:
+            yield from self.decode_step()
+        else:
+            yield self.sleep()  # a finish frees KV for the waiting prompt
+
+    def _mixed_step(self) -> Generator[Any, Any, None]:
+        """vLLM / TRT-LLM: every running decode, then prefill chunks in what is left of the token
+        budget, all in one step priced as one batch."""
+        st, ctx = self.state, self.ctx
+        for i, gen in st.preempt_to_fit():
+            ctx.preempted(self, i, gen)
+        room = self.budget - st.n * (1 + self.drafts)
+        chunks, done = self.take_chunks(self._admit, room) if room > 0 else ([], [])
+        if not chunks:
+            if st.n:
+                yield from self.decode_step()
+            else:
+                yield self.sleep()  # a finish frees KV for the waiting prompt
+            return
+        n, tokens = st.n, st.t_sum
+        ctx.record(self, n, tokens, sum(c[0] for c in chunks))
+        yield ctx.env.timeout(self.timer.mixed(n, st.context_sum(), chunks, self.drafts))
+        if n:
+            ctx.output_tokens(tokens)
+            for i in st.advance():
+                ctx.finished(self, i)
+        self._prefilled(done)
+
+    def _prefilled(self, done: list[int]) -> None:
+        for i in done:
+            self.release(i)
+            self.ctx.prefill_done(self, i)

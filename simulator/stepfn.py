@@ -5,7 +5,8 @@ prefixes to 256), so a 100,000-request run calls the model a few thousand times 
 once per step. Optionally each decode step draws its own expert-parallel load imbalance: the
 max-rank load of `ep` ranks is approximated by the Gumbel limit of the maximum of `ep` normals,
 and the MoE share of the step scales with it around the expected imbalance that
-`step_cost` already includes.
+`step_cost` already includes. A mixed step (decodes and prefill chunks together, vLLM and TRT-LLM)
+is one `StepBatch` holding both, priced by the same `step_cost` as the estimator's mixed step.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from roofline.step import step_cost
 KV_Q = 32
 TOK_Q = 64
 PREFIX_Q = 256
+MIXED_KV_Q = 128  # a mixed step's decode KV length grid: its prefill chunk dominates the step
+
+
+def seq_grid(seqs: int) -> int:
+    """Decode batch of a mixed step on a grid of 8 points per doubling (exact below 16): the
+    decode share of a step that also prefills is priced within 1/16 of its batch."""
+    w = 1 << max(seqs.bit_length() - 4, 0)
+    return max(1, round(seqs / w) * w)
 
 
 class StepTimer:
@@ -36,6 +45,7 @@ class StepTimer:
         self.noise = noise and ep > 1 and inst.runtime.ep_imbalance is None and inst.model.moe is not None
         self._decode: dict[tuple[int, int, int], tuple[float, float, float, float]] = {}
         self._mixed: dict[tuple[int, int, int, int, int], float] = {}
+        self._both: dict[tuple[int, int, int, int, int, int], tuple[float, float, float, float]] = {}
         self._a = math.sqrt(2 * math.log(ep)) if ep > 1 else 0.0
         self._k = inst.model.moe.top_k if inst.model.moe else 0
 
@@ -52,8 +62,10 @@ class StepTimer:
         if hit is None:
             t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
             pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep
-            hit = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
-            self._decode[key] = hit
+            hit = self._decode[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
+        return self._noisy(hit)
+
+    def _noisy(self, hit: tuple[float, float, float, float]) -> float:
         t, moe, sqrt_pairs, expected = hit
         if self.noise and moe > 0:
             z = self._a + self.rng.gumbel() / self._a
@@ -65,11 +77,8 @@ class StepTimer:
         """A prefill step over `chunks` of (new tokens, cached prefix). Whole prompts sit on one
         attention-DP rank each and ranks step together, so the step is timed as if every rank
         carried the busiest rank's share (chunk count rounded up to a multiple of dp)."""
-        dp = self.inst.parallel.dp_attention
-        n = math.ceil(len(chunks) / dp) * dp
-        new = sum(c[0] for c in chunks) * n / len(chunks)
-        prefix = sum(c[1] for c in chunks) * n / len(chunks)
-        key = (n, int(new // TOK_Q), int(prefix // PREFIX_Q), 0, 0)
+        n, new_q, prefix_q = self._spread(chunks)
+        key = (n, new_q, prefix_q, 0, 0)
         hit = self._mixed.get(key)
         if hit is None:
             per_new = max(1, round((key[1] + 0.5) * TOK_Q / n))
@@ -77,3 +86,31 @@ class StepTimer:
             hit, _ = self._cost(StepBatch.prefill([(per_new, per_prefix)] * n))
             self._mixed[key] = hit
         return hit
+
+    def _spread(self, chunks: list[tuple[int, int]]) -> tuple[int, int, int]:
+        """Chunk count rounded up to a multiple of dp, and the new and prefix tokens at that count."""
+        dp = self.inst.parallel.dp_attention
+        n = math.ceil(len(chunks) / dp) * dp
+        new = sum(c[0] for c in chunks) * n / len(chunks)
+        prefix = sum(c[1] for c in chunks) * n / len(chunks)
+        return n, int(new // TOK_Q), int(prefix // PREFIX_Q)
+
+    def mixed(self, seqs: int, kv_sum: float, chunks: list[tuple[int, int]], drafts: int) -> float:
+        """One step of `seqs` decodes (KV lengths summing to `kv_sum`) and prefill `chunks`
+        together; the chunks are spread over attention-DP ranks as in `prefill`, and the
+        step's expert load draws its imbalance from all its tokens."""
+        if not seqs:
+            return self.prefill(chunks)
+        bucket = int(kv_sum / seqs) // MIXED_KV_Q
+        n, new_q, prefix_q = self._spread(chunks)
+        key = (seq_grid(seqs), bucket, drafts, n, new_q, prefix_q)
+        hit = self._both.get(key)
+        if hit is None:
+            per_new = max(1, round((new_q + 0.5) * TOK_Q / n))
+            per_prefix = round(prefix_q * PREFIX_Q / n)
+            kv = (bucket + 0.5) * MIXED_KV_Q
+            batch = StepBatch(key[0], key[0] * kv, ((per_new, per_prefix),) * n, drafts)
+            t, moe = self._cost(batch)
+            pairs = batch.tokens * self._k / self.inst.parallel.ep
+            hit = self._both[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
+        return self._noisy(hit)

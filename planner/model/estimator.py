@@ -81,9 +81,10 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
 def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
     """vLLM / TRT-LLM: every step runs the decodes and prefill chunks together within the token
     budget. At a mean decode batch b, each step emits b x (tokens per step) tokens, and every
-    osl - 1 of them finish a request whose isl prompt tokens must be prefilled: the chunk per step
-    is c = b tps isl / (osl - 1), whatever the step time. A new prompt gets what the decodes leave
-    of the budget each step, so its prefill spans isl / (budget - c_others) steps."""
+    osl - 1 of them finish a request whose isl prompt tokens must be prefilled: c = b tps isl /
+    (osl - 1) prefill tokens per step on average, whatever the step time, arriving as whole
+    prompts. A new prompt gets what the decodes leave of the budget each step, so its prefill
+    spans isl / (budget - decode tokens) steps."""
     tps = tokens_per_step(pool)
     dec_tokens = b * (1 + drafts(pool))
     budget = prefill_budget(pool) * pool.parallel.dp_attention
@@ -92,15 +93,25 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     if c + dec_tokens > budget:  # the budget cannot prefill as fast as decodes finish: fewer decodes
         b = budget / (tps * isl / max(osl - 1, 1) + 1 + drafts(pool))
         c, dec_tokens, limit = budget - b * (1 + drafts(pool)), b * (1 + drafts(pool)), "token budget per step"
-    step = mixed_step(pool, b, kv_len, c, isl)
-    t = step.time_s
+    free = max(budget - dec_tokens, 1.0)  # tokens a new prompt may take per step
+    # Prompts come whole: those that arrived during one step (Poisson, c / isl per step) are
+    # prefilled together in the next, as far as the free budget goes. A share p of the steps
+    # carries g prefill tokens; the others are plain decode steps.
+    lam = c / max(isl, 1)
+    g = min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
+    p = min(c / g, 1.0)
+    # Attention-DP ranks step together at the busiest one's share: a prompt sits on one rank and
+    # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
+    dp = pool.parallel.dp_attention
+    busiest = min(free / dp, max(g / dp, min(isl, g)))
+    step = mixed_step(pool, b, kv_len, dp * busiest, isl)
+    t = p * step.time_s + (1 - p) * decode_time(pool, b, kv_len)
     tpot = t / tps
     decode_s = max(osl - 1, 0) * tpot
     x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
-    free = max(budget - dec_tokens, 1.0)  # tokens a new prompt may take per step
     rho = min(c / free, 0.999)
     steps = math.ceil(isl / free)
-    ttft = t / 2 + steps * t + _md1_wait(rho, t * isl / free)
+    ttft = t / 2 + steps * step.time_s + _md1_wait(rho, step.time_s * isl / free)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit

@@ -5,6 +5,9 @@ layout per pool (TP, attention DP, EP, PP), a precision mix the hardware can run
 a KV memory fraction. Concurrency per instance is not part of the candidate: `planner.search.score`
 sweeps it. Layouts include non-powers of two (EP 24, 48, 72, 144) where the NVLink domain and
 the budget allow; PP appears only where the PP=1 layout of the same GPUs cannot hold the weights.
+A question that states part of a layout (an anchor, a scenario with unknown fields) searches
+`stated_layouts`: the space's own layouts that match, else every split of the stated GPUs the
+model allows (any TP x attention-DP x PP, EP over a stage's GPUs), and may fix the precisions.
 """
 
 from __future__ import annotations
@@ -96,7 +99,53 @@ def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Para
     return sorted(set(out), key=lambda p: (p.gpus, p.pp, p.dp_attention))
 
 
-def _precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
+def matches(par: Parallelism, stated: dict[str, int]) -> bool:
+    """Does `par` agree with every stated layout field (`instances` is not a layout field)?"""
+    names = {"gpus_per_instance": par.gpus, "tp": par.tp, "dp_attention": par.dp_attention, "ep": par.ep, "pp": par.pp}
+    return all(names[k] == v for k, v in stated.items() if k in names)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int]) -> list[Parallelism]:
+    """Every layout of `g` GPUs matching `stated`. Unstated fields take what engines run: PP 1, TP
+    within the NVLink domain, EP over all GPUs of a stage or none (expert TP), EP dividing the
+    experts; a stated field is taken as stated (TP 12 of a 128-head model, EP 12 of 256 experts)."""
+    out: list[Parallelism] = []
+    for pp in [stated["pp"]] if "pp" in stated else [1]:
+        if g % pp:
+            continue
+        stage = g // pp
+        if "tp" in stated or "dp_attention" in stated:
+            tps = [t for t in _divisors(stage) if "tp" in stated or t <= hw.scaleup.domain_gpus]
+        else:  # attention all TP (within the NVLink domain) or all DP, as engines launch them
+            tps = [t for t in {1, stage} if t <= hw.scaleup.domain_gpus]
+        for tp in tps:
+            experts = m.moe.num_experts if m.moe else 1
+            eps = [stated["ep"]] if "ep" in stated else [e for e in {stage, 1} if experts % e == 0 or not m.moe]
+            for ep in eps if m.moe else [1]:
+                try:
+                    par = lay(g, tp=tp, dp=stage // tp, ep=ep, pp=pp)
+                except ValidationError:
+                    continue
+                if matches(par, stated) and ep <= experts:
+                    out.append(par)
+    return out
+
+
+def stated_layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, stated: dict[str, int]) -> list[Parallelism]:
+    """Layouts of `role` that match what is stated: the space's own, and every split of the stated
+    GPUs (or of each instance size the space has) that the model allows."""
+    own = layouts(m, hw, budget, role)
+    sizes = [stated["gpus_per_instance"]] if "gpus_per_instance" in stated else sorted({p.gpus for p in own})
+    found = {p for p in own if matches(p, stated)} | {p for g in sizes for p in _splits(m, hw, g, stated)}
+    return sorted(found, key=lambda p: (p.gpus, p.pp, p.dp_attention, p.tp, p.ep))
+
+
+def precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
+    """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell)."""
     sparse = isinstance(m.attention, CompressedAttention) or (
         isinstance(m.attention, MLAAttention) and m.attention.indexer is not None
     )
@@ -116,8 +165,15 @@ def _precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
     ]
 
 
-def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candidate], Counter[str]]:
-    """All candidates whose instances fit in memory, and the count of pruned ones by reason."""
+def candidates(
+    q: Question,
+    m: ModelSpec,
+    hw: HardwareSpec,
+    mixes: list[PrecisionMix] | None = None,
+    stated: dict[str, dict[str, int]] | None = None,
+) -> tuple[list[Candidate], Counter[str]]:
+    """All candidates whose instances fit in memory, and the count of pruned ones by reason;
+    `mixes` replaces the space's precision mixes, `stated` (per role) restricts the layouts."""
     pruned: Counter[str] = Counter()
     fits: dict[tuple[Parallelism, PrecisionMix, bool, float, str], bool] = {}
 
@@ -137,10 +193,14 @@ def candidates(q: Question, m: ModelSpec, hw: HardwareSpec) -> tuple[list[Candid
 
     out: list[Candidate] = []
     mtps = [x for x in q.mtp if not x or m.mtp_layers]
-    decode_layouts = layouts(m, hw, q.budget, "decode")
-    prefill_layouts = layouts(m, hw, q.budget, "prefill")
-    for cand in _enumerate(q, decode_layouts, prefill_layouts, _precisions(m, hw), mtps):
-        if cand.decode.pp > 1 and ok(
+    main = (stated or {}).get("aggregated", (stated or {}).get("decode", {}))
+    if stated is None:
+        decode_layouts, prefill_layouts = layouts(m, hw, q.budget, "decode"), layouts(m, hw, q.budget, "prefill")
+    else:
+        decode_layouts = stated_layouts(m, hw, q.budget, "decode", main)
+        prefill_layouts = stated_layouts(m, hw, q.budget, "prefill", stated.get("prefill", {}))
+    for cand in _enumerate(q, decode_layouts, prefill_layouts, mixes or precisions(m, hw), mtps):
+        if cand.decode.pp == 2 and cand.decode.dp_attention == 1 and "pp" not in main and ok(
             lay(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),
             cand.precision,
             cand.mtp,

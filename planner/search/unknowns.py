@@ -16,7 +16,6 @@ resolved directly.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,11 @@ from planner.inputs.question import SLO, Question
 from planner.inputs.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
 from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
-from planner.search.score import Point, score
-from planner.search.space import Candidate, candidates, layouts
+from planner.model.estimator import estimate_deployment, max_batch, point
+from planner.search.score import Point, score, slack
+from planner.search.space import Candidate, candidates, deployment, matches, precisions, stated_layouts
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec
-from roofline.deployment import Parallelism
 from roofline.errors import PlannerError
 
 THROUGHPUT = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
@@ -54,11 +53,6 @@ def _model_ref(s: Scenario, base_dir: Path | None) -> str:
     return s.model
 
 
-def _matches(par: Parallelism, stated: dict[str, int]) -> bool:
-    names = {"gpus_per_instance": par.gpus, "tp": par.tp, "dp_attention": par.dp_attention, "ep": par.ep, "pp": par.pp}
-    return all(names[k] == v for k, v in stated.items() if k != "instances")
-
-
 def _constraints(s: Scenario) -> dict[str, dict[str, int]]:
     dep = s.deployment
     return {r: dep.groups(r)[0].stated() for r in ROLES if dep.groups(r)}
@@ -66,9 +60,9 @@ def _constraints(s: Scenario) -> dict[str, dict[str, int]]:
 
 def _fits(c: Candidate, cons: dict[str, dict[str, int]]) -> bool:
     main = "aggregated" if c.mode == "aggregated" else "decode"
-    if main in cons and not _matches(c.decode, cons[main]):
+    if main in cons and not matches(c.decode, cons[main]):
         return False
-    return not ("prefill" in cons and c.prefill is not None and not _matches(c.prefill, cons["prefill"]))
+    return not ("prefill" in cons and c.prefill is not None and not matches(c.prefill, cons["prefill"]))
 
 
 def _counts_match(p: Point, cons: dict[str, dict[str, int]]) -> bool:
@@ -161,9 +155,7 @@ def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Depl
     spec = s.deployment.groups(role)[0] if s.deployment.groups(role) else None
     budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
     best: tuple[float, Resolved] | None = None
-    for par in layouts(m, hw, budget, role):
-        if not _matches(par, cons):
-            continue
+    for par in stated_layouts(m, hw, budget, role, cons):
         pool = {
             "instances": cons.get("instances", 1),
             "gpus_per_instance": par.gpus,
@@ -192,19 +184,91 @@ def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Depl
 MAX_GPUS = 288  # widest budget searched when the GPU count is not stated (four NVL72 racks)
 
 
-def _best(q: Question, cons: dict[str, dict[str, int]], facts: dict[str, Any], metric: str) -> Point | None:
+def _some(n: int) -> list[int]:
+    """Instance counts 1..n, about 25% apart (an unstated count is searched on this grid)."""
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k = max(k + 1, round(k * 1.25))
+    return out
+
+
+def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) -> list[Point] | None:
+    """The candidate at its stated instance counts (None if no count of its pools is stated): an
+    unstated count is searched over what the GPU count leaves. Priced like `score`: the
+    question's traffic, else the decode batch swept in powers of two up to the KV capacity."""
+    main = "aggregated" if c.mode == "aggregated" else "decode"
+    n_d = cons.get(main, {}).get("instances")
+    n_p = cons.get("prefill", {}).get("instances") if c.prefill else 0
+    if n_d is None and not n_p:
+        return None
+    g_d, g_p = c.decode.gpus, c.prefill.gpus if c.prefill else 0
+    if n_d is None:
+        assert n_p is not None
+        pairs = [(d, n_p) for d in _some((q.budget - n_p * g_p) // g_d)]
+    elif n_p is None:
+        pairs = [(n_d, p) for p in _some((q.budget - n_d * g_d) // max(g_p, 1))]
+    else:
+        pairs = [(n_d, n_p)]
+    kv_len = q.isl + q.osl / 2
+    out: list[Point] = []
+    for d, p in pairs:
+        dep = deployment(q, c, d, p)
+        if dep.gpus > q.budget or (q.gpus is not None and dep.gpus != q.gpus):
+            continue
+        try:
+            if q.rate is None and q.concurrency is None:
+                cap = max_batch(dep, q.isl, q.osl)
+                ms = [point(dep, q.isl, q.osl, kv_len, min(2**k, cap)) for k in range(15) if 2 ** (k - 1) < cap]
+            else:
+                ms = [estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)]
+        except (PlannerError, ValidationError, ZeroDivisionError):
+            continue
+        for m in ms:
+            pt = Point(max(1, round(m.decode_batch)), dep, m, "-", slack=slack(q, m))
+            pt.meets = all(v >= 1 for v in pt.slack.values())
+            out.append(pt)
+    return out
+
+
+def _best_at(q: Question, cons: dict[str, dict[str, int]], prec: Any, metric: str) -> Point | None:
+    """The best deployment at one precision mix among the candidates that match what is stated."""
     m, hw = get_model(q.model), get_hardware(q.hardware)
-    cands, _ = candidates(q, m, hw)
-    # the stated (or checkpoint) precision replaces the space's precision variants
-    shapes = {replace(c, precision=facts["precision"]) for c in cands if _fits(c, cons)}
+    cands, _ = candidates(q, m, hw, [prec], cons)
     best: Point | None = None
-    for c in sorted(shapes, key=lambda c: (c.mode, c.decode.gpus, str(c.prefill))):
-        for p in score(q, c).points:
-            if not _counts_match(p, cons) or (q.slo.targets() and not p.meets):
+    for c in sorted((c for c in cands if _fits(c, cons)), key=lambda c: (c.mode, c.decode.gpus, str(c.prefill))):
+        fixed = _fixed_points(q, c, cons)
+        points = fixed if fixed is not None else [p for p in score(q, c).points if _counts_match(p, cons)]
+        for p in points:
+            if q.slo.targets() and not p.meets:
                 continue
             if best is None or _objective(metric, p) > _objective(metric, best):
                 best = p
     return best
+
+
+def _best(
+    q: Question, cons: dict[str, dict[str, int]], facts: dict[str, Any], metric: str, stated: dict[str, str]
+) -> tuple[Point | None, str]:
+    """The best deployment at the resolved precision; if none fits, at the best of the other mixes
+    the hardware runs (`planner.search.space.precisions`) that keep every stated precision part."""
+    best = _best_at(q, cons, facts["precision"], metric)
+    if best is not None:
+        return best, ""
+    m, hw = get_model(q.model), get_hardware(q.hardware)
+    note = ""
+    for prec in precisions(m, hw):
+        if prec == facts["precision"] or any(getattr(prec, k) != v for k, v in stated.items()):
+            continue
+        p = _best_at(q, cons, prec, metric)
+        if p is not None and (best is None or _objective(metric, p) > _objective(metric, best)):
+            best, note = p, f"precision: searched (the default {_label(facts['precision'])} does not fit): "
+            note += _label(prec)
+    return best, note
+
+
+def _label(p: Any) -> str:
+    return f"attention {p.attention}, kv_cache {p.kv_cache}, dense {p.dense}, moe {p.moe}"
 
 
 def search_deployment(
@@ -218,20 +282,23 @@ def search_deployment(
     probe, facts = _probe(s, base_dir)
     q = _question(s, facts, metric, base_dir)
     cons = _constraints(s)
-    best = _best(q, cons, facts, metric)
+    stated = {k: v for k, v in s.precision.model_dump().items() if v != "unknown"}
+    best, prec_note = _best(q, cons, facts, metric, stated)
     while best is None and q.gpus is None and q.max_gpus is not None and q.max_gpus * 2 <= MAX_GPUS:
         q = q.model_copy(update={"max_gpus": q.max_gpus * 2})  # the traffic needs more than one shape
-        best = _best(q, cons, facts, metric)
+        best, prec_note = _best(q, cons, facts, metric, stated)
     if best is None:
-        stated = ", ".join(f"{r}: {v}" for r, v in cons.items()) or "nothing"
+        said = ", ".join(f"{r}: {v}" for r, v in cons.items()) or "nothing"
         raise ScenarioError(
-            f"deployment: no deployment of {q.budget} GPUs in the search space matches what is stated ({stated})"
+            f"deployment: no deployment of {q.budget} GPUs in the search space matches what is stated ({said})"
             + (" and meets the slo" if q.slo.targets() else "")
         )
     budget = f"{q.gpus} GPUs" if q.gpus else f"at most {q.max_gpus} GPUs"
     goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
     note = f"deployment: searched ({goal}, {budget}{', meeting the slo' if q.slo.targets() else ''}): "
-    return best.deployment, [note + best.deployment.describe(), *probe.assumed], best
+    kept = [n for n in probe.assumed if not (prec_note and n.startswith("precision."))]
+    notes = [note + best.deployment.describe(), *([prec_note] if prec_note else []), *kept]
+    return best.deployment, notes, best
 
 
 def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output_tok_s_per_gpu") -> Resolved:
@@ -242,7 +309,10 @@ def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output
     pools: dict[str, Any] = {p.role: p.layout() for p in dep.pools}
     if s.phase != "end-to-end":
         pools = {s.phase: pools[s.phase]} if s.phase in pools else pools
-    chosen = Scenario.model_validate({**_scenario_data(s), "deployment": pools, "engine": dep.engine})
+    data: dict[str, Any] = {**_scenario_data(s), "deployment": pools, "engine": dep.engine}
+    if any(n.startswith("precision: searched") for n in notes):
+        data["precision"] = dep.pools[0].instance.precision.model_dump(exclude={"lm_head"})
+    chosen = Scenario.model_validate(data)
     res = resolve(chosen, base_dir)
     res.assumed = list(dict.fromkeys([*notes, *res.assumed]))
     return res

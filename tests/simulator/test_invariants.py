@@ -16,6 +16,8 @@ BASES = [AGG_LLAMA, AGG_QWEN, DISAGG_H200, DISAGG_GB200]
 @st.composite
 def runs(draw):
     base = draw(st.sampled_from(BASES))
+    if "aggregated" in base["deployment"]:  # each engine's scheduler: prefill-first or mixed
+        base = {**base, "engine": draw(st.sampled_from(["sglang", "vllm", "trtllm"]))}
     arrival = draw(st.sampled_from(["closed", "poisson", "gamma"]))
     lengths = {
         "input_len": {"kind": "lognormal", "mean": draw(st.integers(50, 3000)), "sigma": 0.7},

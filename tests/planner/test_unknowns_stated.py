@@ -1,0 +1,109 @@
+"""The search for unknown deployment fields can express what a source states: instance counts the
+planner's sizing would not pick, layouts outside the plan's own space, prefill and decode pools of
+different sizes, and, when the default precision does not fit, a precision the hardware runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planner.inputs.scenario import Scenario
+from planner.search.unknowns import resolve_any
+from roofline.errors import PlannerError
+
+U = "unknown"
+
+
+def _pool(**stated: int) -> dict[str, Any]:
+    return {f: stated.get(f, U) for f in ("instances", "gpus_per_instance", "tp", "dp_attention", "ep", "pp")}
+
+
+def _resolve(deployment: dict[str, Any], metric: str = "total_tok_s_per_gpu", **extra: Any):
+    data = {
+        "model": "deepseek-v3",
+        "hardware": "b200",
+        "engine": "trtllm",
+        "deployment": deployment,
+        "precision": {"moe": "nvfp4"},
+        "workload": {"isl": 1024, "osl": 1024, "concurrency": 45},
+        **extra,
+    }
+    return resolve_any(Scenario.model_validate(data), None, metric)
+
+
+def _layouts(res) -> list[tuple[str, int, int]]:
+    return [(p.role, p.instances, p.parallel.gpus) for p in res.deployment.pools]
+
+
+def test_stated_odd_instance_counts_are_kept():
+    """InferenceX: 1 prefill instance of TP4 and 5 decode instances of EP8 (44 GPUs)."""
+    res = _resolve(
+        {
+            "prefill": _pool(instances=1, gpus_per_instance=4, tp=4),
+            "decode": _pool(instances=5, gpus_per_instance=8, ep=8),
+        }
+    )
+    assert _layouts(res) == [("prefill", 1, 4), ("decode", 5, 8)]
+    assert res.deployment.gpus == 44
+
+
+def test_an_unstated_prefill_count_is_searched_beside_a_stated_decode_pool():
+    res = _resolve({"prefill": _pool(), "decode": _pool(instances=5, gpus_per_instance=4, tp=1, dp_attention=4, ep=4)})
+    pools = dict((r, (n, g)) for r, n, g in _layouts(res))
+    assert pools["decode"] == (5, 4)
+    assert pools["prefill"][0] >= 1
+    assert any("searched" in a for a in res.assumed)
+
+
+def test_a_layout_outside_the_plan_space_is_searched_when_stated():
+    """SGLang's blog: one prefill instance of 32 H100 with EP32 (the plan space caps prefill at 16)."""
+    data = {
+        "model": "deepseek-v3",
+        "hardware": "h100-sxm",
+        "engine": "sglang",
+        "phase": "prefill",
+        "deployment": {"prefill": _pool(instances=1, gpus_per_instance=32, ep=32, pp=1)},
+        "workload": {"isl": 1000, "osl": 1},
+    }
+    res = resolve_any(Scenario.model_validate(data), None, "input_tok_s_per_gpu")
+    (pool,) = res.deployment.pools
+    assert (pool.parallel.gpus, pool.parallel.ep) == (32, 32)
+
+
+def test_a_stated_tp_of_any_divisor_is_expressible():
+    """TP 12 of 12 GPUs (InferenceX 'TP=12'), though 12 divides neither 128 heads nor 256 experts."""
+    res = _resolve(
+        {
+            "prefill": _pool(instances=1, gpus_per_instance=12, tp=12, ep=12),
+            "decode": _pool(instances=1, gpus_per_instance=8, ep=8),
+        }
+    )
+    assert res.deployment.pools[0].parallel.tp == 12
+
+
+def test_unknown_precision_that_does_not_fit_is_searched_and_said():
+    """Kimi-K2 (1T parameters, FP8 checkpoint) on 4x B200: FP8 experts exceed memory; NVFP4 fits."""
+    data = {
+        "model": "kimi-k2",
+        "hardware": "b200",
+        "engine": "vllm",
+        "deployment": {"aggregated": _pool(instances=1, gpus_per_instance=4, tp=4)},
+        "workload": {"isl": 1024, "osl": 1024, "concurrency": 8},
+    }
+    res = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
+    assert res.deployment.pools[0].instance.precision.moe == "nvfp4"
+    assert any(a.startswith("precision: searched") for a in res.assumed)
+
+
+def test_a_stated_precision_that_does_not_fit_stays_an_error():
+    data = {
+        "model": "kimi-k2",
+        "hardware": "b200",
+        "engine": "vllm",
+        "deployment": {"aggregated": _pool(instances=1, gpus_per_instance=4, tp=4)},
+        "precision": {"dense": "fp8", "moe": "fp8"},
+        "workload": {"isl": 1024, "osl": 1024, "concurrency": 8},
+    }
+    with pytest.raises(PlannerError, match="no deployment"):
+        resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
