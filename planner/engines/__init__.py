@@ -82,6 +82,42 @@ class LaunchTool(_Strict):
         return self.flags[key].flag
 
 
+class MemReserve(_Strict):
+    """SGLang's rule for mem_fraction_static (MiB reserved outside weights + KV); see sglang.yaml."""
+
+    base_mb: float
+    mb_per_chunk_token: float
+    min_chunk_tokens: int
+    chunk_tokens: int
+    chunk_tokens_large: int
+    large_gpu_mb: float
+    graph_bs_small_tp: int
+    graph_bs: int
+    mb_per_8_ranks: float
+    decode_graph_mb_per_bs: float
+    floor_mb: float
+    floor_above_mb: float
+
+    def fraction(self, mem_mib: float, role: str, parallel: Parallelism) -> float:
+        """mem_fraction_static for one instance of `parallel` on a GPU of `mem_mib` MiB, with
+        SGLang's defaults for the chunk (per instance) and the decode graph batch limit."""
+        large = mem_mib >= self.large_gpu_mb
+        chunk = self.chunk_tokens_large if large else self.chunk_tokens
+        max_bs = self.graph_bs if large or parallel.tp >= 4 else self.graph_bs_small_tp
+        mb = self.base_mb + self.mb_per_chunk_token * max(chunk, self.min_chunk_tokens)
+        mb += parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
+        if role != "prefill":  # decode CUDA graphs (a prefill-only server captures none)
+            mb += self.decode_graph_mb_per_bs * max_bs
+        if mem_mib > self.floor_above_mb:
+            mb = max(mb, self.floor_mb)
+        return round(max(0.05, (mem_mib - mb) / mem_mib), 3)
+
+
+class SReserve(_Strict):
+    value: MemReserve
+    source: str
+
+
 class ArchOverride(_Strict):
     cuda_graphs: SBool | None = None
     pdl: SBool | None = None
@@ -106,6 +142,7 @@ class EngineProfile(_Strict):
     request_overhead_ms: SFloat
     fp8_kv_with_fp8_weights: SBool
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
+    mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
@@ -122,6 +159,14 @@ def profile(engine: str) -> EngineProfile:
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: allowed {', '.join(ENGINES)}")
     return EngineProfile.model_validate(yaml.safe_load((DATA / f"{engine}.yaml").read_text()))
+
+
+def _mem_fraction(p: EngineProfile, role: str, parallel: Parallelism, hw: HardwareSpec) -> tuple[float, str]:
+    """The engine's default memory fraction for this pool: its own rule where the profile has one."""
+    if p.mem_reserve is None or parallel.dp_attention > 1:  # DP-attention recipes state their fraction
+        return p.mem_fraction.value, p.mem_fraction.source
+    frac = p.mem_reserve.value.fraction(hw.mem_bytes / 2**20, role, parallel)
+    return frac, "rule of " + p.mem_reserve.source.split(":")[0] + " (planner/engines)"
 
 
 def wide_ep(parallel: Parallelism) -> bool:
@@ -146,7 +191,7 @@ def runtime_options(
     wide = wide_ep(parallel)
     chosen: dict[str, tuple[object, str]] = {
         "cuda_graphs": (p.cuda_graphs.value, p.cuda_graphs.source),
-        "mem_fraction": (p.mem_fraction.value, p.mem_fraction.source),
+        "mem_fraction": _mem_fraction(p, role, parallel, hw),
         "comm_overlap": (p.comm_overlap_wide_ep.value if wide else 0.0, p.comm_overlap_wide_ep.source),
         "redundant_experts": (
             p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 else 0,
