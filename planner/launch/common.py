@@ -118,7 +118,7 @@ def weights(q: Question, pool: Pool) -> Weights:
     if q.checkpoint:
         return Weights(q.checkpoint, fmt, False, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights")
     ck = m.checkpoints
-    repo = getattr(ck, fmt) if ck is not None else None
+    repo = getattr(ck, fmt, None) if ck is not None else None  # formats with no field (w4a16): none
     if repo:
         return Weights(repo, fmt, False, f"# weights: {repo} ({fmt}; catalog {m.id}.yaml checkpoints)")
     if fmt == "fp8" and ck is not None and ck.bf16:
