@@ -132,7 +132,7 @@ def test_pages_a_capacity_owner_reads(server, driver):
     assert sizes[0] <= sizes[1] + 2, f"the table hides columns at 1600 px: {sizes}"
     assert sizes[2] <= sizes[3] + 2, f"the table scrolls inside itself: {sizes}"
 
-    body = _open(driver, f"{server}/?moe=fp8", "FAIL: ")  # FP8 experts break the plan's SLO
+    body = _open(driver, f"{server}/?kv=bf16", "FAIL: ")  # a BF16 KV cache breaks the plan's SLO
     _clean(driver, body)
     _shot(driver, "2_what_if_slo_breach.png", "What if")
     _shot(driver, "3_side_by_side.png", "Side by side")
