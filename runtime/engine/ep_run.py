@@ -21,19 +21,9 @@ import yaml
 from runtime.engine.anchors import RUNTIME
 from runtime.engine.ep import worker
 from runtime.engine.ep_anchors import write_ep
+from runtime.engine.pd_run import WORKLOADS  # the PD engine's workloads, the same for EP
 from runtime.engine.run import measure
 from runtime.engine.serve import Req
-
-# (concurrency, input tokens, output tokens, requests): concurrency 1..256, inputs 512..8k, the
-# PD engine's workloads (runtime.engine.pd_run); requests stay a multiple of concurrency
-WORKLOADS = [
-    (1, 512, 128, 6),
-    (8, 2048, 128, 24),
-    (4, 8192, 128, 12),
-    (32, 1024, 128, 64),
-    (64, 512, 128, 128),
-    (256, 512, 64, 512),
-]
 
 
 def _port() -> int:
