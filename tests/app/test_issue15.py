@@ -91,7 +91,7 @@ def test_1_one_request_in_flight_is_not_planned_as_a_full_rack():
 def test_2_a_what_if_that_breaks_the_slo_is_red_and_says_so(default):
     """A BF16 KV cache on the default question (twice the KV read per decode step) pushes a
     latency past its target: a red up-arrow, a failing SLO badge, and the capacity lost at the
-    SLO. (FP8 experts were the example until the model sized memory from nvidia-smi's capacity:
+    SLO. (FP8 experts were the example until the scheduler, serving-path and memory changes of 2026-12-01:
     they now stay within the targets.)"""
     at = _set(_app().run(), **{"KV cache": "bf16"})
     assert not at.exception
