@@ -10,6 +10,7 @@ the run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
+from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
 
 CONVERGENCE = 0.05  # relative difference of throughput between the window's halves
 MAX_REQUESTS = 64_000
@@ -60,6 +62,15 @@ def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any) -> Si
     return simulate(pool_defs(res), wl, cfg, res.deployment.same_domain, progress)
 
 
+def _saturated(res: Resolved) -> Resolved:
+    """No traffic stated: an offline, saturated run (README, shared/validation/README.md), simulated
+    as a closed loop holding as many requests as the estimator's saturated point keeps in flight
+    (the decode pool full: the KV pool or the engine's running limit)."""
+    n = max(1, round(estimate(res).concurrency))
+    note = f"traffic: saturated, simulated as a closed loop of {n} requests in flight (the decode pool full)"
+    return replace(res, concurrency=float(n), assumed=[*res.assumed, note])
+
+
 def run_simulation(
     res: Resolved,
     cfg: SimConfig | None = None,
@@ -71,7 +82,10 @@ def run_simulation(
     the request count was not set explicitly and no trace fixes it)."""
     cfg = cfg or res.simulation or SimConfig()
     if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
-        raise PlannerError("simulate: the workload needs concurrency or request_rate (or simulation.arrival)")
+        res = _saturated(res)
+        if "requests" not in cfg.model_fields_set:  # three waves of the saturated loop
+            waves = min(SIM_MAX_REQUESTS, max(cfg.requests, 3 * round(res.concurrency or 1)))
+            cfg = cfg.model_copy(update={"requests": waves})
     if cfg.closed_loop_ramp_s is None and res.request_rate is None:
         try:
             ramp = estimate(res).e2e_s
