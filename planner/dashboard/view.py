@@ -25,7 +25,7 @@ COLUMN_HELP = {
     "then simulated misses; by tok/s/GPU within each group",
     "deployment": "pools: instances x layout (TP tensor, DP attention data, EP expert parallel)",
     "GPUs": "GPUs the deployment uses (at most the question's budget)",
-    "precision": "attention / KV cache / experts number formats",
+    "precision": "attention / KV cache / dense layers / experts number formats",
     "batch": "decode sequences in flight per decode (or aggregated) instance at this operating point",
     "figures": "where the row's latency and throughput come from: simulated p90 or the estimator's means",
     "TTFT ms": "time to first token: simulated p90, or the estimate's mean",

@@ -47,7 +47,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "decode_instances": main.instances,
         "prefill_instances": prefill.instances if prefill else 0,
         "precision": prec.model_dump(),
-        "precision_label": f"{prec.attention}/{prec.kv_cache}/{prec.moe}",
+        "precision_label": f"{prec.attention}/{prec.kv_cache}/{prec.dense}/{prec.moe}",  # attn/KV/dense/experts
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
@@ -160,7 +160,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     for note in a.notes:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
-    t = Table(title=f"{title} (figures: simulated p90 where simulated, else estimate means)")
+    how = "figures: simulated p90 where simulated, else estimate means; precision: attention/KV/dense/experts"
+    t = Table(title=f"{title} ({how})")
     rows = table_rows(a)[:top]
     for col in rows[0] if rows else ():
         left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO")

@@ -17,7 +17,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "deepseek-v3-gb200-
 
 def test_no_traffic_simulates_the_saturated_loop_the_estimate_prices() -> None:
     res = resolve(load_scenario(EXAMPLE))
-    assert res.concurrency is None and res.request_rate is None
+    assert res.concurrency is None
+    assert res.request_rate is None
     est = estimate(res)
     _, summary = run_simulation(res)
     assert summary["requests_completed"] >= 2 * est.concurrency  # more than one wave of the full pool
