@@ -123,8 +123,12 @@ class Instance:
         tokens = st.t_sum
         self.ctx.record(self, st.n, tokens, 0)
         yield self.ctx.env.timeout(dt)
+        self._advance(tokens)
+
+    def _advance(self, tokens: float) -> None:
+        """The running sequences' tokens of a finished step: count them, advance, retire the done."""
         self.ctx.output_tokens(tokens)
-        for i in st.advance():
+        for i in self.state.advance():
             self.ctx.finished(self, i)
 
 
@@ -256,9 +260,7 @@ class AggregatedInstance(Instance):
         ctx.record(self, n, tokens, sum(c[0] for c in chunks))
         yield ctx.env.timeout(self.timer.mixed(n, st.context_sum(), chunks, self.drafts))
         if n:
-            ctx.output_tokens(tokens)
-            for i in st.advance():
-                ctx.finished(self, i)
+            self._advance(tokens)
         self._prefilled(done)
 
     def _prefilled(self, done: list[int]) -> None:

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from runtime.engine.model import KV_LORA, ROPE
-from runtime.engine.serve import BUCKETS, PAGE, Engine, Req
+from runtime.engine.serve import BUCKETS, PAGE, Engine, Req, take_chunks
 
 clock = time.perf_counter  # CLOCK_MONOTONIC: one clock for every process of the host
 
@@ -80,17 +80,7 @@ def serve_rank(eng: Any, group: Any, clients: int, isl: int, osl: int, requests:
     waiting: deque[Req] = deque(Req(i, isl, osl, 0.0) for i in range(min(clients, requests)))
     issued, running, done = len(waiting), [], []
     while True:
-        chunks, budget = [], eng.budget
-        while waiting and budget > 0 and (waiting[0].pages or len(eng.free) >= need):
-            r = waiting[0]
-            if not r.pages:
-                r.pages = [eng.free.popleft() for _ in range(need)]
-            n = min(r.isl - r.done_prefill, budget)
-            chunks.append((r, n))
-            budget -= n
-            if r.done_prefill + n < r.isl:
-                break
-            waiting.popleft()
+        chunks = take_chunks(waiting, eng.free, need, eng.budget)
         vote = torch.tensor([sum(n for _, n in chunks), len(running), requests - len(done)])
         dist.all_reduce(vote, op=dist.ReduceOp.MAX, group=group)
         tokens, decoding, left = vote.tolist()

@@ -38,6 +38,24 @@ class Req:
         return self.done_prefill + max(self.generated - 1, 0)
 
 
+
+def take_chunks(waiting: deque[Req], free: deque[int], need: int, budget: int) -> list[tuple[Req, int]]:
+    """Prompt chunks for one prefill step, first come first served within `budget` tokens: a
+    request gets its `need` KV pages when it starts; a partly prefilled prompt ends the step and
+    stays first in line; whole prompts leave `waiting`."""
+    chunks: list[tuple[Req, int]] = []
+    while waiting and budget > 0 and (waiting[0].pages or len(free) >= need):
+        r = waiting[0]
+        if not r.pages:
+            r.pages = [free.popleft() for _ in range(need)]
+        n = min(r.isl - r.done_prefill, budget)
+        chunks.append((r, n))
+        budget -= n
+        if r.done_prefill + n < r.isl:
+            break
+        waiting.popleft()
+    return chunks
+
 class Engine:
     def __init__(self, model: Model, pages: int, budget: int = 8192) -> None:
         import flashinfer  # noqa: PLC0415  (runtime extra)
@@ -192,17 +210,7 @@ class Engine:
         waiting: deque[Req] = deque(Req(i, isl, osl, 0.0) for i in range(min(concurrency, requests)))
         issued, running, done = len(waiting), [], []
         while len(done) < requests:
-            chunks, budget = [], self.budget
-            while waiting and budget > 0 and (waiting[0].pages or len(self.free) >= need):
-                r = waiting[0]
-                if not r.pages:
-                    r.pages = [self.free.popleft() for _ in range(need)]
-                n = min(r.isl - r.done_prefill, budget)
-                chunks.append((r, n))
-                budget -= n
-                if r.done_prefill + n < r.isl:
-                    break
-                waiting.popleft()
+            chunks = take_chunks(waiting, self.free, need, self.budget)
             if chunks:
                 self.prefill_step(chunks)
                 torch.cuda.synchronize()
