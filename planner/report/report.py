@@ -64,7 +64,7 @@ def step_dict(s: StepCost | None) -> dict[str, Any] | None:
 
 
 def print_estimate(con: Console, title: str, e: Metrics) -> None:
-    t = Table(title=title, show_header=False)
+    t = Table(title=f"{title}: estimate (steady-state means)", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     rows = [
@@ -116,7 +116,7 @@ def print_step(con: Console, title: str, s: StepCost) -> None:
 
 
 def print_explanation(con: Console, x: Explanation) -> None:
-    print_estimate(con, "estimate", x.estimate)
+    print_estimate(con, "deployment", x.estimate)
     total = sum(x.categories.values()) or 1.0
     t = Table(title=f"{x.phase_step} step by category")
     t.add_column("category")
