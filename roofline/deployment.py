@@ -71,6 +71,11 @@ class RuntimeOptions(StrictModel):
     offload: bool | None = None  # None: offload weights to host only when needed and C2C exists
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
+    # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
+    # layers and full layers). "window": sliding layers keep only their window, the rest holds full
+    # context (SGLang's SWA pool, vLLM's hybrid allocator). "equal": every window size gets the same
+    # share of the pool (TRT-LLM's default), so full-context capacity is as if every layer were full.
+    kv_window_shares: Literal["window", "equal"] = "window"
     pdl: bool = False  # programmatic dependent launch: next kernel's launch/prologue overlaps
     # Idle time between kernels of a replayed CUDA graph. Measured on the H200: the runtime engine's
     # 11,033-kernel decode step replays in 25.43 ms against 25.25 ms of kernel time, 0.02 us per kernel

@@ -86,6 +86,26 @@ def weight_bytes(inst: InstanceSpec) -> tuple[float, float]:
     return base, experts
 
 
+def _kv_layout(inst: InstanceSpec, kv_heads: int | None) -> tuple[float, float]:
+    """(KV bytes per cached token, fixed bytes per sequence) on one GPU. With equal window shares
+    (TRT-LLM) a GQA model with sliding layers gets half its pool per window size, whatever the window:
+    the full layers' share holds as many tokens as a pool where every layer keeps full context
+    (kvCacheManager.cpp `calculateMaxNumBlocks`: "allocating identical number of blocks for all
+    layers"; TRTLLM_WINDOW_SIZE_SHARES overrides it, TensorRT-LLM PR #7923). The sliding layers'
+    share then holds far more than their windows, so no fixed per-sequence part is left over."""
+    m, p, fmt = inst.model, inst.parallel, inst.precision.kv_cache
+    kv_tok = kv_bytes_per_token(m, fmt, kv_heads)
+    win = window_bytes_per_seq(m, fmt, kv_heads)
+    a = m.attention
+    if inst.runtime.kv_window_shares == "equal" and isinstance(a, GQAAttention) and 0 < a.sliding_layers < m.num_layers:
+        kv_tok *= m.num_layers / (m.num_layers - a.sliding_layers)
+        win = 0.0
+    kv_tok /= p.pp
+    if inst.mtp:
+        kv_tok += kv_tok / m.num_layers * m.mtp_layers
+    return kv_tok, win / p.pp
+
+
 def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_tokens: int = 8192) -> MemoryPlan:
     """Lay out one GPU's memory. `kv_needed_tokens` is the KV (in tokens of one attention group)
     the caller must be able to hold, e.g. the prefill batch in flight; offload is sized to free
@@ -104,11 +124,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
     kv_heads = None
     if isinstance(m.attention, GQAAttention):
         kv_heads = max(1, m.attention.num_kv_heads // p.tp)
-    kv_tok = kv_bytes_per_token(m, inst.precision.kv_cache, kv_heads)
-    kv_tok /= p.pp
-    if inst.mtp:
-        kv_tok += kv_tok / m.num_layers * m.mtp_layers
-    win = window_bytes_per_seq(m, inst.precision.kv_cache, kv_heads) / p.pp
+    kv_tok, win = _kv_layout(inst, kv_heads)
     kv_needed_bytes = kv_needed_tokens * kv_tok
     free = budget - base - experts - buffers
     offloaded = 0.0

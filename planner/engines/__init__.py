@@ -56,6 +56,11 @@ class SScheduler(_Strict):
     source: str
 
 
+class SWindowShares(_Strict):
+    value: Literal["window", "equal"]
+    source: str
+
+
 class SFlag(_Strict):
     """One command-line flag or config key of a launch template, with where it is defined."""
 
@@ -142,6 +147,7 @@ class EngineProfile(_Strict):
     request_overhead_ms: SFloat
     fp8_kv_with_fp8_weights: SBool
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
+    kv_window_shares: SWindowShares | None = None  # None: sliding layers keep only their window
     mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
@@ -218,6 +224,7 @@ def runtime_options(
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
         host_us_per_request=p.host_us_per_request.value if p.host_us_per_request else 0.0,
+        kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states

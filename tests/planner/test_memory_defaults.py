@@ -40,3 +40,12 @@ def test_stated_fraction_wins_and_other_engines_keep_theirs() -> None:
     par = Parallelism(gpus=8, tp=8)
     assert runtime_options("sglang", "aggregated", par, hw, stated={"mem_fraction": 0.7}).mem_fraction == 0.7
     assert runtime_options("vllm", "aggregated", par, hw).mem_fraction == pytest.approx(0.9)
+
+
+def test_trtllm_splits_the_kv_pool_equally_between_window_sizes() -> None:
+    """TRT-LLM's KV cache manager gives every attention-window size the same share by default;
+    SGLang and vLLM keep only the window on sliding layers."""
+    hw, par = get_hardware("h200-sxm"), Parallelism(gpus=1)
+    assert runtime_options("trtllm", "aggregated", par, hw).kv_window_shares == "equal"
+    assert runtime_options("sglang", "aggregated", par, hw).kv_window_shares == "window"
+    assert runtime_options("vllm", "aggregated", par, hw).kv_window_shares == "window"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from roofline.deployment import RuntimeOptions
 from roofline.errors import InsufficientMemoryError
 from roofline.memory import plan_memory, weight_bytes
 from tests.conftest import make_instance
@@ -54,3 +55,17 @@ def test_mtp_adds_its_layer_to_memory():
     plain = sum(weight_bytes(make_instance()))
     mtp = sum(weight_bytes(make_instance(mtp=MTPConfig(draft_tokens=1, accepted_tokens=0.8))))
     assert 1.0e9 < mtp - plain < 3e9  # ~11.7B params / 8 GPUs in fp8
+
+
+def test_equal_window_shares_hold_gpt_oss_as_if_every_layer_were_full():
+    """TRT-LLM gives each attention-window size the same share of the KV pool, so gpt-oss's 18 full
+    layers get half of it: sequences held at 2,000 tokens are what 36 full layers would hold. Engines
+    that keep only the 128-token window on sliding layers (the default) hold almost twice as many."""
+    inst = make_instance("gpt-oss-120b", gpus=1, tp=1, ep=1, dense="bf16", moe="mxfp4")
+    window = plan_memory(inst)
+    equal = plan_memory(inst.model_copy(update={"runtime": RuntimeOptions(kv_window_shares="equal")}))
+    a = inst.model.attention
+    all_full = 2 * a.num_kv_heads * a.head_dim * 2 * inst.model.num_layers  # BF16 K and V, every layer
+    assert equal.kv_pool_bytes == window.kv_pool_bytes
+    assert equal.max_seqs(2000) == int(equal.kv_pool_bytes // (all_full * 2000))
+    assert window.max_seqs(2000) > 1.8 * equal.max_seqs(2000)
