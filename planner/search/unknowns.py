@@ -151,8 +151,10 @@ def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Depl
 
     role = s.phase
     hw, m = get_hardware(s.hardware), get_model(_model_ref(s, base_dir))
-    cons = _constraints(s).get(role, {})
-    spec = s.deployment.groups(role)[0] if s.deployment.groups(role) else None
+    # an aggregated instance also prefills and decodes: its stated fields bind the phase's layout
+    stated = role if s.deployment.groups(role) else "aggregated"
+    cons = _constraints(s).get(stated, {})
+    spec = s.deployment.groups(stated)[0] if s.deployment.groups(stated) else None
     budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
     best: tuple[float, Resolved] | None = None
     for par in stated_layouts(m, hw, budget, role, cons):

@@ -107,3 +107,19 @@ def test_a_stated_precision_that_does_not_fit_stays_an_error():
     }
     with pytest.raises(PlannerError, match="no deployment"):
         resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
+
+
+def test_a_decode_anchor_keeps_the_stated_aggregated_instance():
+    """LMSYS gpt-oss batch-1 table: the decode phase of a stated TP4 aggregated instance on 4 GPUs
+    (expert split unknown) is that instance, not a searched 8-GPU layout."""
+    res = _resolve(
+        {"aggregated": _pool(instances=1, gpus_per_instance=4, tp=4, dp_attention=1, pp=1)},
+        "output_tok_s_per_user",
+        phase="decode",
+        model="gpt-oss-120b",
+        engine="sglang",
+        precision={"moe": "mxfp4"},
+        workload={"isl": 1024, "osl": 1024, "concurrency": 1, "concurrency_scope": "total"},
+    )
+    (pool,) = res.deployment.pools
+    assert (pool.parallel.gpus, pool.parallel.tp, pool.parallel.dp_attention) == (4, 4, 1)
