@@ -1,6 +1,7 @@
 """Accuracy on the public anchor corpus: predicts every anchor of `validation/public/*.yaml` (and any files
 given) with the planner's own `planner.search.validate.predict_anchor`, prints error tables by split (each file's
-`source.split`) and, within a split, by hardware, model, metric and method, plus the anchors that could not
+`source.split`) and, within a split, by hardware, model, metric and method, TTFT and TPOT by the traffic an
+anchor states (a concurrency, a request rate, or neither: `traffic` in each row), plus the anchors that could not
 be predicted grouped by error class, and saves rows and tables to bench/results/public_anchors.json
 (written to a .part file, then renamed).
 
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "validation" / "public"
 OUT = ROOT / "bench" / "results" / "public_anchors.json"
 GROUPS = ("hardware", "model", "metric", "method")
+LATENCY_METRICS = ("ttft_ms", "tpot_ms")
 
 Task = tuple[Any, str, str, str]  # (raw anchor, file path, split, source name)
 
@@ -59,7 +61,18 @@ def load_tasks(paths: list[Path], split: str) -> tuple[list[Task], list[dict[str
     return tasks, bad
 
 
-def error_row(aid: str, path: str, split: str, source: str, error: str) -> dict[str, Any]:
+def traffic_kind(raw: Any) -> str:
+    """How an anchor states its traffic: `concurrency` (a closed loop), `request_rate` (an open loop) or
+    `none` (neither stated, or `unknown`), read from its `workload:` as the anchor file writes it."""
+    wl = raw.get("workload") if isinstance(raw, dict) else None
+    wl = wl if isinstance(wl, dict) else {}
+    for key in ("concurrency", "request_rate"):
+        if wl.get(key) not in (None, "unknown"):
+            return key
+    return "none"
+
+
+def error_row(aid: str, path: str, split: str, source: str, error: str, traffic: str = "none") -> dict[str, Any]:
     return {
         "id": aid,
         "file": Path(path).name,
@@ -69,6 +82,7 @@ def error_row(aid: str, path: str, split: str, source: str, error: str) -> dict[
         "model": "?",
         "metric": "?",
         "method": "none",
+        "traffic": traffic,
         "published": None,
         "predicted": None,
         "rel_error": None,
@@ -87,7 +101,8 @@ def predict(task: Task) -> dict[str, Any]:
     try:
         r = predict_anchor(raw, Path(path).parent)
     except Exception as exc:  # one anchor's failure must not stop the corpus run; it is recorded, not hidden
-        return error_row(aid, path, split, source, f"internal error {type(exc).__name__}: {exc}")
+        msg = f"internal error {type(exc).__name__}: {exc}"
+        return error_row(aid, path, split, source, msg, traffic_kind(raw))
     info = raw if isinstance(raw, dict) else {}
     return {
         "id": r.id,
@@ -98,6 +113,7 @@ def predict(task: Task) -> dict[str, Any]:
         "model": str(info.get("model", "?")),
         "metric": r.metric,
         "method": r.method if r.predicted is not None else "none",
+        "traffic": traffic_kind(raw),
         "published": r.published,
         "predicted": r.predicted,
         "rel_error": r.rel_error,
@@ -143,9 +159,16 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for r in srows:
             if r["predicted"] is None:
                 classes[r["error_class"] or "no prediction"] += 1
+        latency: dict[str, dict[str, Any]] = defaultdict(dict)
+        for metric in LATENCY_METRICS:
+            for kind in ("concurrency", "request_rate", "none"):
+                mrows = [r for r in srows if r["metric"] == metric and r.get("traffic") == kind]
+                if mrows:
+                    latency[metric][kind] = stats(mrows)
         out[split] = {
             "all": stats(srows),
             "by": by,
+            "latency_by_traffic": dict(latency),
             "not_predicted": dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
         }
     return out
@@ -169,6 +192,14 @@ def render(tabs: dict[str, Any]) -> str:
             for name, s in groups.items():
                 lines.append(
                     f"| {name} | {s['count']} | {s['predicted']} | {s['within_tolerance']} | "
+                    f"{_pct(s['median_abs_rel_error'], '')} | {_pct(s['median_rel_error'])} |"
+                )
+        lines.append("\n| metric | traffic stated | count | predicted | within | median abs err | median err |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|")
+        for metric, kinds in t["latency_by_traffic"].items():
+            for kind, s in kinds.items():
+                lines.append(
+                    f"| {metric} | {kind} | {s['count']} | {s['predicted']} | {s['within_tolerance']} | "
                     f"{_pct(s['median_abs_rel_error'], '')} | {_pct(s['median_rel_error'])} |"
                 )
         lines.append("\n| not predicted: error class | count |")

@@ -163,7 +163,12 @@ class Context:
         self.env.timeout(delay).callbacks.append(lambda _ev: self._deliver(i, first))
 
     def _deliver(self, i: int, first: bool) -> None:
-        if first:
+        # A disaggregated request's first token (computed by prefill, sent with its KV) streams from the
+        # decode instance when its scheduler takes the request in (`start_decode`), not when the KV lands:
+        # SGLang's decode scheduler emits it from the prebuilt batch it builds out of its waiting queue
+        # (srt/disaggregation/decode.py get_new_prebuilt_batch, process_prebuilt), between two decode
+        # steps and only once KV is allocated. Prompts that arrive prefilled, or need no decode, end here.
+        if first and (self.decode_only or self.table.osl[i] <= 1):
             self.table.on_first_token(i, self.env.now)
         if self.table.generated[i] >= self.table.osl[i]:
             self.finished(None, i)
@@ -177,6 +182,7 @@ class Context:
         return int(self.table.osl[i] - max(self.table.generated[i], 1))
 
     def start_decode(self, inst: Instance, i: int, kv0: float) -> None:
+        self.table.on_first_token(i, self.env.now)  # a no-op unless the decode pool streams the first token
         remaining = int(self.table.osl[i] - self.table.generated[i])
         sampler = self.samplers.get(inst.uid)
         steps, per_step = sampler.steps(remaining) if sampler else (remaining, 1.0)

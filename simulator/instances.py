@@ -83,12 +83,19 @@ class Instance:
 
     def take_chunks(self, fits: Any = None, budget: int | None = None) -> tuple[list[tuple[int, int]], list[int]]:
         """Chunks for one step within `budget` prefill tokens (default: the whole token budget);
-        returns (chunks, finished ids)."""
+        returns (chunks, finished ids). Under attention DP the budget is split over the ranks, as
+        SGLang splits chunked_prefill_size (server_args `_handle_data_parallelism`): each rank takes
+        whole prompts, or a chunk of one, up to its share; a prompt sits on one rank, so what a rank
+        cannot take of it waits for the next step while the prompts behind it go to the other ranks."""
+        budget = self.budget if budget is None else budget
+        dp = self.timer.inst.parallel.dp_attention
+        share = max(1, budget // dp)
         chunks: list[tuple[int, int]] = []
         done: list[int] = []
-        budget = self.budget if budget is None else budget
+        cut: list[list[int]] = []  # prompts chunked this step, back to the head of the queue after it
         now, table = self.ctx.env.now, self.ctx.table
-        while self.queue and budget > 0:
+        ranks, left = 1, share
+        while self.queue and budget > 0 and ranks <= dp:
             entry = self.queue[0]
             if fits is not None and entry[3]:
                 ok = fits(entry)  # None: the prompt was dropped, look at the next one
@@ -96,17 +103,23 @@ class Instance:
                     continue
                 if not ok:
                     break
-            take = min(entry[1], budget)
+            take = min(entry[1], left, budget)
             entry[3] = 0
             table.on_prefill_start(entry[0], now)
             chunks.append((take, entry[2]))
             entry[1] -= take
             entry[2] += take
+            left -= take
             budget -= take
             self.queued_tokens -= take
+            self.queue.popleft()
             if entry[1]:
-                break  # the rest of this prompt goes in the next step
-            done.append(self.queue.popleft()[0])
+                cut.append(entry)  # the rest of this prompt goes in the next step
+            else:
+                done.append(entry[0])
+            if entry[1] or not left:
+                ranks, left = ranks + 1, share
+        self.queue.extendleft(reversed(cut))
         return chunks, done
 
     def run(self) -> Generator[Any, Any, None]:

@@ -4,7 +4,8 @@ A deployment's operating point is parametrised by its mean decode batch per deco
 aggregated) instance; `point` gives every figure at that batch:
 - disaggregated: decode step -> TPOT (step / tokens per step, 1 + accepted MTP drafts); the
   decode pool's completion rate n b / ((osl - 1) TPOT) loads the prefill pool (M/D/1 wait at
-  that load) and TTFT = one request's prefill + wait + KV transfer over the link;
+  that load) and TTFT = one request's prefill + wait + KV transfer over the link + half a decode step
+  (the decode instance streams the first token when it takes the request in, between two steps);
 - aggregated, prefill-first (SGLang): prefill batches stall decoding, so TPOT stretches by
   1 / (1 - prefill utilisation); requests arriving during a scheduling cycle are prefilled together;
 - aggregated, mixed (vLLM, TRT-LLM): decodes and prefill chunks share each step within the token
@@ -70,7 +71,9 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
             if abs(b_new - b) <= 1e-6 * b:
                 break
             b = b_new
-    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer
+    # the first token streams from the decode instance, which takes a request in between two steps:
+    # a KV arriving at a random time waits out the rest of the step in progress, half a step on average
+    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer + decode_time(dec, b, kv_len) / 2
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
     m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p1

@@ -76,3 +76,26 @@ def test_main_saves_rows_and_tables_atomically(tmp_path):
     assert len(saved["rows"]) == 2
     assert not out.with_name(out.name + ".part").exists()
     assert pa.main(["--jobs", "0", "--no-public", "--out", str(out)]) == 2
+
+
+def test_latency_table_splits_ttft_and_tpot_by_the_traffic_an_anchor_states(tmp_path):
+    """Issue 11 and 12 read TTFT/TPOT by how the traffic is stated: a closed loop's concurrency, an open loop's
+    request rate, or neither; the table must put each latency anchor in the row its workload names."""
+    assert pa.traffic_kind(DECODE) == "concurrency"
+    assert pa.traffic_kind({"workload": {"concurrency": "unknown", "request_rate": 2.0}}) == "request_rate"
+    assert pa.traffic_kind({"workload": {"concurrency": "unknown"}}) == "none"
+    assert pa.traffic_kind("not a mapping") == "none"
+    rows, tabs = pa.run([_write(tmp_path / "tiny-test.yaml", "test", [DECODE, TPOT, BAD])], "all", jobs=1)
+    lat = tabs["test"]["latency_by_traffic"]
+    assert set(lat) == {"tpot_ms"}  # throughput metrics are not in this table, and no TTFT anchor was given
+    assert lat["tpot_ms"] == {"concurrency": tabs["test"]["by"]["metric"]["tpot_ms"]}
+    fake = [
+        {**r, "metric": "ttft_ms", "traffic": kind, "rel_error": err, "predicted": 1.0}
+        for r, kind, err in zip(rows, ("request_rate", "request_rate", "none"), (-0.5, 0.3, 0.1), strict=True)
+    ]
+    ttft = pa.tables(fake)["test"]["latency_by_traffic"]["ttft_ms"]
+    assert ttft["request_rate"]["count"] == 2
+    assert ttft["request_rate"]["median_abs_rel_error"] == 0.4
+    assert ttft["request_rate"]["median_rel_error"] == -0.1
+    assert ttft["none"]["count"] == 1
+    assert "ttft_ms | request_rate | 2 |" in pa.render(pa.tables(fake))

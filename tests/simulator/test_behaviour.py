@@ -157,3 +157,36 @@ def test_mtp_cuts_tpot_at_low_concurrency():
     r, b = run_simulation(mtp)
     assert b["tpot_ms"]["mean"] < 0.7 * a["tpot_ms"]["mean"]
     assert (r.table.generated == r.table.osl).all()
+
+
+def test_disaggregated_first_token_streams_when_the_decode_instance_takes_the_request():
+    """The prefill pool computes the first token, but the decode instance streams it once its scheduler
+    takes the request in (SGLang's prebuilt batch from its waiting queue). With one running request per
+    decode instance, requests waiting for a decode slot have no first token yet: at any moment at most
+    one request per decode instance is between its first token and its finish."""
+    res = scenario(DISAGG_H200, {"isl": 500, "osl": 50, "concurrency": 8})
+    result, _ = run_simulation(res, SimConfig(requests=40, seed=3, max_running_requests=1))
+    t = result.table
+    done = ~np.isnan(t.finish)
+    first, finish = t.first_token[done], t.finish[done]
+    assert done.sum() == 40
+    streaming = [int(((first <= x) & (finish > x)).sum()) for x in first]
+    assert max(streaming) <= 2  # two decode instances, one slot each
+    assert float(np.mean(first - t.arrival[done])) > float(np.mean(finish - first))  # the slot wait is TTFT
+
+
+def test_attention_dp_prefill_chunks_a_prompt_at_its_rank_share_of_the_token_budget():
+    """Under attention DP each rank's scheduler prefills at most its share of the instance's token budget
+    (SGLang divides chunked_prefill_size by dp_size), and a prompt sits on one rank: a prompt twice a rank's
+    share takes two steps of one share each, never one step of the whole prompt."""
+    res = scenario(
+        {**DISAGG_H200, "runtime": {"max_prefill_tokens": 2048}}, {"isl": 4096, "osl": 4, "concurrency": 1}
+    )
+    pre = res.deployment.first("prefill")
+    assert pre is not None
+    assert pre.parallel.dp_attention == 8
+    result, _ = run_simulation(res, SimConfig(requests=3, seed=1))
+    steps = result.steps
+    prefill_rows = steps[steps[:, 4] > 0]
+    assert len(prefill_rows) == 6  # three prompts, two chunks each
+    assert set(prefill_rows[:, 4]) == {2048.0}
