@@ -91,3 +91,49 @@ def test_v4_compressed_layers_attend_window_plus_compressed_keys():
     attended = 2 * 128 + 21 * (128 + 512) + 20 * (128 + 32)
     assert sum(o.flops for o in decode) == pytest.approx(attended * heads * 4 * d)
     assert math.isclose(sum(o.bytes for o in decode), attended * d * 2)
+
+
+def test_a_small_batch_pays_for_the_busiest_ranks_experts_not_the_average():
+    """EP8, one sequence verifying 3 MTP drafts (4 tokens x top-8 of 256 experts): the average
+    rank reads ~3.8 of its 32 experts per layer, but the layer waits for the busiest of 8 ranks,
+    which reads ~6.5 (E[max] of 8 Binomial(32, p) counts)."""
+    inst = make_instance()
+    moe = _op(ffn_ops(inst, StepBatch.decode(1, 100, 3), 1.0), "moe.experts")
+    per_layer = moe.bytes / 58 / (expert_params(inst.model) * BYTES_PER_PARAM["fp8"])
+    mean = 32 * (1 - math.exp(-4 * 8 / 256))
+    assert mean == pytest.approx(3.76, abs=0.01)
+    assert per_layer == pytest.approx(6.49, abs=0.05)
+
+
+def test_busiest_rank_experts_is_the_mean_without_ep_and_saturates_at_the_local_count():
+    from roofline.ops import busiest_rank_experts
+
+    assert busiest_rank_experts(256, 0.1, 1) == pytest.approx(25.6)
+    assert busiest_rank_experts(32, 0.999999, 8) == pytest.approx(32, rel=1e-3)
+    few, more = busiest_rank_experts(32, 0.05, 8), busiest_rank_experts(32, 0.05, 64)
+    assert 32 * 0.05 < few < more < 32
+
+
+def test_sparse_decode_gathers_topk_keys_per_query_token():
+    """DSA: each of a sequence's 1 + 3 MTP query tokens has its own top-k, so the kernel gathers
+    4 x 2048 KV entries per layer (dense MLA reads the sequence's KV once for all its queries)."""
+    inst = make_instance("deepseek-v3.2", "b200", kv_cache="fp8")
+    one = _op(attention_ops(inst, StepBatch.decode(1, 4096), 1.0), "attention.decode")
+    four = _op(attention_ops(inst, StepBatch.decode(1, 4096, 3), 1.0), "attention.decode")
+    assert four.bytes == pytest.approx(4 * one.bytes)
+    assert one.bytes == pytest.approx(61 * 2048 * 576 * 1)
+
+
+def test_hopper_sparse_mla_pads_a_tp8_ranks_16_heads_to_64():
+    """FlashMLA's sparse kernels take 64 or 128 query heads: on H200 at TP8 the FLOPs are those of
+    64 heads; B200's path is priced at the rank's own 16."""
+    h200 = _op(
+        attention_ops(make_instance("deepseek-v3.2", kv_cache="fp8"), StepBatch.decode(1, 4096), 1.0),
+        "attention.decode",
+    )
+    b200 = _op(
+        attention_ops(make_instance("deepseek-v3.2", "b200", kv_cache="fp8"), StepBatch.decode(1, 4096), 1.0),
+        "attention.decode",
+    )
+    assert h200.flops == pytest.approx(61 * 2048 * 64 * 2 * (576 + 512))
+    assert b200.flops == pytest.approx(h200.flops / 4)
