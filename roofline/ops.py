@@ -99,7 +99,8 @@ def busiest_rank_experts(local: float, p_touch: float, ranks: int) -> float:
     the ranks), so a step pays E[max of `ranks` counts] = sum_j (1 - F(j)^ranks) per layer, not
     the mean local * p_touch. At a few tokens per step the two differ most (DeepSeek-V3, EP8,
     4 tokens: about 3.8 experts on the average rank, 6.5 on the busiest); once every expert is
-    touched they coincide."""
+    touched they coincide. Where ranks hold unequal counts (experts not divisible by ep) the
+    mean is kept."""
     mean = local * p_touch
     n = round(local)
     if ranks <= 1 or n < 1 or p_touch <= 0.0 or p_touch >= 1.0 or abs(local - n) > 1e-9:
