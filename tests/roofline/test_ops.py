@@ -137,3 +137,21 @@ def test_hopper_sparse_mla_pads_a_tp8_ranks_16_heads_to_64():
     )
     assert h200.flops == pytest.approx(61 * 2048 * 64 * 2 * (576 + 512))
     assert b200.flops == pytest.approx(h200.flops / 4)
+
+
+@pytest.mark.parametrize(("tokens", "ep"), [(1, 8), (4, 8), (32, 4)])
+def test_busiest_rank_experts_matches_sampled_top8_routing(tokens, ep):
+    """Against routing sampled as DeepSeek-V3 routes (each token picks 8 distinct of 256 experts,
+    uniformly): the binomial expected maximum is within 3% of the sampled busiest rank."""
+    import numpy as np
+
+    from roofline.ops import busiest_rank_experts
+
+    rng = np.random.default_rng(0)
+    trials, experts, top_k = 3000, 256, 8
+    picks = rng.random((trials, tokens, experts)).argpartition(top_k, axis=2)[:, :, :top_k]
+    touched = np.zeros((trials, experts), dtype=bool)
+    np.put_along_axis(touched, picks.reshape(trials, -1), True, axis=1)
+    sampled = touched.reshape(trials, ep, experts // ep).sum(axis=2).max(axis=1).mean()
+    p_touch = 1 - math.exp(-tokens * top_k / experts)
+    assert busiest_rank_experts(experts // ep, p_touch, ep) == pytest.approx(sampled, rel=0.03)
