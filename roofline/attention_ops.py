@@ -4,8 +4,10 @@ step, as seen by one GPU of an instance (summed over the layers it holds). FLOPs
   2 x heads x (kv_lora + rope) for QK plus 2 x heads x kv_lora for PV; reads (kv_lora + rope)
   KV bytes per cached token once per sequence.
 - MLA prefill (non-absorbed MHA, qk 192 / v 128): 2 x heads x (qk + v) per causal pair.
-- DSA (V3.2): attention over min(ctx, top-k) keys; the indexer scores every cached key with
-  2 x index_heads x index_dim FLOPs in FP8.
+- DSA (V3.2): attention over min(ctx, top-k) keys; each query token (MTP drafts included)
+  gathers its own top-k KV entries (FlashMLA sparse decode: indices per query token), and a
+  rank's heads are padded to the kernel's head tile where it has one (SPARSE_MLA_HEAD_TILE);
+  the indexer scores every cached key with 2 x index_heads x index_dim FLOPs in FP8.
 - V4 compressed attention: window + compressed keys (ratio 4: top-k of ctx/4 by the indexer;
   ratio 128: all ctx/128), 512-d latent with K = V: 4 x heads x 512 FLOPs per attended key.
 - GQA: 4 x heads x head_dim per pair; KV reads 2 x kv_heads x head_dim per cached token.
@@ -78,6 +80,22 @@ def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[
     return ops
 
 
+# Query heads per tile of the sparse-MLA decode kernel, where it pads a rank's heads up to it:
+# FlashMLA's sparse kernels (TRT-LLM's default sparse MLA on Hopper, TensorRT-LLM PR #9141) take
+# 64 or 128 query heads, so a TP8 rank's 16 heads run as 64 (sglang PR #22372 "FlashMLA requires
+# q heads to be 64 or 128 ... DeepSeek V3.2's 128 heads / TP8 = 16 heads"; vllm-project/recipes
+# PR #234: "TP=8 yields only 16 heads (128/8) per rank but is padded to 64 heads").
+SPARSE_MLA_HEAD_TILE = {"sm_90": 64}
+
+
+def _padded_heads(inst: InstanceSpec, heads: float) -> float:
+    """A rank's query heads as the sparse-MLA decode kernel runs them (SPARSE_MLA_HEAD_TILE)."""
+    tile = SPARSE_MLA_HEAD_TILE.get(inst.hardware.arch)
+    if not tile:
+        return heads
+    return -(-heads // tile) * tile
+
+
 def _mla_ops(inst: InstanceSpec, b: StepBatch, sh: Shape) -> list[Op]:
     n, heads, seqs, kv_sum, kv_mean, q, kvb, rate = sh
     a = inst.model.attention
@@ -89,14 +107,16 @@ def _mla_ops(inst: InstanceSpec, b: StepBatch, sh: Shape) -> list[Op]:
     fam = "sparse_attn" if a.indexer else "mla_decode"
     if seqs:
         attended = seqs * min(kv_mean, topk) if topk else kv_sum
+        gathers = q if topk else 1  # sparse: every query token gathers its own top-k keys
+        h_eff = _padded_heads(inst, heads) if topk else heads
         ops.append(
             Op(
                 "attention.decode",
                 "attention",
                 fam,
                 rate,
-                flops=attended * q * heads * 2 * (lat + rope + lat) * n,
-                bytes=attended * (lat + rope) * kvb * n,
+                flops=attended * q * h_eff * 2 * (lat + rope + lat) * n,
+                bytes=attended * gathers * (lat + rope) * kvb * n,
                 launches=2 * n,
                 fmt=inst.precision.kv_cache,
                 calls=n,

@@ -4,9 +4,10 @@ compare with the published value.
 Each anchor is parsed, resolved and predicted on its own: a bad anchor (a wrong type, a NaN or
 infinite value, a setting the model cannot run, a prediction that is not a finite number)
 becomes a row with `predicted: null` and its reason in one line, never a crash of the whole
-file. The method is `estimate` (the steady-state estimator) for prefill and decode anchors, kernel-share metrics and
-`max_users_at_slo` (a search over concurrency); end-to-end latency and throughput anchors are
-simulated (closed loop at the anchor's concurrency) and say `simulate`.
+file. The method is `estimate` (the steady-state estimator) for prefill and decode anchors and kernel-share metrics;
+end-to-end latency and throughput anchors are simulated (closed loop at the anchor's concurrency) and say `simulate`,
+and so is an end-to-end `max_users_at_slo` (a search over concurrency that the estimator's answer brackets), so
+a deployment's users within its SLO agree with its simulated latencies.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import datetime
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,9 +23,9 @@ from pydantic import Field, ValidationError
 
 from planner.inputs.benchmarks import PRESETS, client_config, client_for
 from planner.inputs.edge import format_validation_error, one_line
-from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
+from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, load_yaml, parse_as
 from planner.model.defaults import Resolved
-from planner.model.estimator import estimate, max_users_at_slo
+from planner.model.estimator import estimate, max_batch, max_users_at_slo
 from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation
 from planner.search.unknowns import resolve_any, search_deployment
@@ -169,7 +170,10 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
             raise ScenarioError(f"anchor {a.id}: metric max_users_at_slo needs an slo")
         users, est = max_users_at_slo(res, a.slo.ttft_ms, a.slo.tpot_ms, a.slo.e2e_ms)
         if a.metric == "max_users_at_slo":
-            return float(users), "estimate", res.assumed
+            if a.phase != "end-to-end":
+                return float(users), "estimate", res.assumed
+            client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
+            return float(simulated_max_users(res, a.slo, users, client)), "simulate", res.assumed
         if not users or est is None:
             raise PlannerError(f"anchor {a.id}: no concurrency of this deployment meets the slo")
         return (
@@ -224,6 +228,47 @@ def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serv
     if v is None:
         raise PlannerError(f"simulation produced no {metric}")
     return float(v)
+
+
+def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, limit: int = 4096) -> int:
+    """The largest total concurrency whose simulated mean TTFT/TPOT/E2E meet `slo` (the anchor's
+    `simulation` settings, else the benchmark client's closed loop: what `simulated_value` runs
+    for the latency metrics) within what the KV pool holds; 0 if one user does not meet it.
+    The estimator's answer `start` brackets the search (the two agree within a few percent), so
+    a handful of runs settle it. Latency is taken to grow with concurrency, as in the estimator's
+    search (`max_users_at_slo`)."""
+    pool = res.pool("decode", "aggregated")
+    cap = max_batch(res.deployment, res.isl, res.osl) * pool.instances
+    targets = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
+
+    def ok(c: int) -> bool:
+        if c > cap:
+            return False
+        run = replace(res, concurrency=float(c), request_rate=None)
+        _, m = run_simulation(run, res.simulation or client_config(c, client=client), extend=False)
+        return all(t is None or (m[k]["mean"] is not None and m[k]["mean"] <= t) for k, t in targets.items())
+
+    lo, hi, step = 0, max(start, 1), 1
+    if ok(hi):  # step up, doubling, until a concurrency fails
+        lo = hi
+        while True:
+            hi = lo + step
+            if hi > limit:
+                return lo
+            if not ok(hi):
+                break
+            lo, step = hi, 2 * step
+    else:  # step down, doubling, until one passes (or none does)
+        while hi > 1:
+            c = max(hi - step, 1)
+            if ok(c):
+                lo = c
+                break
+            hi, step = c, 2 * step
+    while hi - lo > 1:  # lo passes (or is 0), hi fails
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:

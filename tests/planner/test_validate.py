@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.search.validate import results_json, validate_file
+from planner.inputs.benchmarks import client_for
+from planner.search.unknowns import resolve_any
+from planner.search.validate import Anchor, results_json, simulated_value, validate_file
 
 GOOD = {
     "id": "h200-decode",
@@ -66,10 +69,10 @@ def test_json_output_has_the_documented_keys(tmp_path):
 
 
 def test_seed_anchors_are_reproduced(shared_dir):
-    """Issue target: every anchor predicted, >= 16 of 21 within tolerance, median |error| <= 15%."""
+    """Issue target: every anchor predicted, >= 17 of 21 within tolerance, median |error| <= 15%."""
     results, summary = validate_file(shared_dir / "validation" / "seed_anchors.yaml")
     assert summary["predicted"] == summary["count"] == 21
-    assert summary["within_tolerance"] >= 16
+    assert summary["within_tolerance"] >= 17
     assert summary["median_abs_rel_error"] <= 0.15
     assert results_json(results, summary)["summary"] == summary
 
@@ -97,3 +100,33 @@ def test_metrics_that_need_a_decode_step_say_so(tmp_path):
     }
     results, _ = validate_file(_file(tmp_path, [anchor]))
     assert "needs a decode step" in results[0].error
+
+
+def test_max_users_at_an_e2e_slo_is_the_simulated_answer(tmp_path):
+    """One truth: the users an end-to-end deployment serves within its SLO are counted on the
+    simulation that the anchor's own latency metrics use, not on the estimate (which ran ~2%
+    faster here and answered one user more)."""
+    anchor = {
+        **GOOD,
+        "id": "users",
+        "model": "deepseek-v3.2",
+        "hardware": "gb200-nvl72",
+        "engine": "trtllm",
+        "phase": "end-to-end",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 4, "tp": 4, "ep": 4}},
+        "precision": {"dense": "nvfp4", "moe": "nvfp4"},
+        "mtp": "unknown",
+        "workload": {"isl": 2400, "osl": 1600},
+        "slo": {"e2e_ms": 15000},
+        "metric": "max_users_at_slo",
+        "value": 8,
+    }
+    (row,), _ = validate_file(_file(tmp_path, [anchor]))
+    assert row.method == "simulate"
+    users = int(row.predicted)
+    res = resolve_any(Anchor.model_validate(anchor), tmp_path, "max_users_at_slo")
+
+    def e2e(c: int) -> float:
+        return simulated_value("e2e_ms", replace(res, concurrency=float(c)), client_for("trtllm", None))
+
+    assert e2e(users) <= 15000 < e2e(users + 1)

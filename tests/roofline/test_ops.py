@@ -91,3 +91,67 @@ def test_v4_compressed_layers_attend_window_plus_compressed_keys():
     attended = 2 * 128 + 21 * (128 + 512) + 20 * (128 + 32)
     assert sum(o.flops for o in decode) == pytest.approx(attended * heads * 4 * d)
     assert math.isclose(sum(o.bytes for o in decode), attended * d * 2)
+
+
+def test_a_small_batch_pays_for_the_busiest_ranks_experts_not_the_average():
+    """EP8, one sequence verifying 3 MTP drafts (4 tokens x top-8 of 256 experts): the average
+    rank reads ~3.8 of its 32 experts per layer, but the layer waits for the busiest of 8 ranks,
+    which reads ~6.5 (E[max] of 8 Binomial(32, p) counts)."""
+    inst = make_instance()
+    moe = _op(ffn_ops(inst, StepBatch.decode(1, 100, 3), 1.0), "moe.experts")
+    per_layer = moe.bytes / 58 / (expert_params(inst.model) * BYTES_PER_PARAM["fp8"])
+    mean = 32 * (1 - math.exp(-4 * 8 / 256))
+    assert mean == pytest.approx(3.76, abs=0.01)
+    assert per_layer == pytest.approx(6.49, abs=0.05)
+
+
+def test_busiest_rank_experts_is_the_mean_without_ep_and_saturates_at_the_local_count():
+    from roofline.ops import busiest_rank_experts
+
+    assert busiest_rank_experts(256, 0.1, 1) == pytest.approx(25.6)
+    assert busiest_rank_experts(32, 0.999999, 8) == pytest.approx(32, rel=1e-3)
+    few, more = busiest_rank_experts(32, 0.05, 8), busiest_rank_experts(32, 0.05, 64)
+    assert 32 * 0.05 < few < more < 32
+
+
+def test_sparse_decode_gathers_topk_keys_per_query_token():
+    """DSA: each of a sequence's 1 + 3 MTP query tokens has its own top-k, so the kernel gathers
+    4 x 2048 KV entries per layer (dense MLA reads the sequence's KV once for all its queries)."""
+    inst = make_instance("deepseek-v3.2", "b200", kv_cache="fp8")
+    one = _op(attention_ops(inst, StepBatch.decode(1, 4096), 1.0), "attention.decode")
+    four = _op(attention_ops(inst, StepBatch.decode(1, 4096, 3), 1.0), "attention.decode")
+    assert four.bytes == pytest.approx(4 * one.bytes)
+    assert one.bytes == pytest.approx(61 * 2048 * 576 * 1)
+
+
+def test_hopper_sparse_mla_pads_a_tp8_ranks_16_heads_to_64():
+    """FlashMLA's sparse kernels take 64 or 128 query heads: on H200 at TP8 the FLOPs are those of
+    64 heads; B200's path is priced at the rank's own 16."""
+    h200 = _op(
+        attention_ops(make_instance("deepseek-v3.2", kv_cache="fp8"), StepBatch.decode(1, 4096), 1.0),
+        "attention.decode",
+    )
+    b200 = _op(
+        attention_ops(make_instance("deepseek-v3.2", "b200", kv_cache="fp8"), StepBatch.decode(1, 4096), 1.0),
+        "attention.decode",
+    )
+    assert h200.flops == pytest.approx(61 * 2048 * 64 * 2 * (576 + 512))
+    assert b200.flops == pytest.approx(h200.flops / 4)
+
+
+@pytest.mark.parametrize(("tokens", "ep"), [(1, 8), (4, 8), (32, 4)])
+def test_busiest_rank_experts_matches_sampled_top8_routing(tokens, ep):
+    """Against routing sampled as DeepSeek-V3 routes (each token picks 8 distinct of 256 experts,
+    uniformly): the binomial expected maximum is within 3% of the sampled busiest rank."""
+    import numpy as np
+
+    from roofline.ops import busiest_rank_experts
+
+    rng = np.random.default_rng(0)
+    trials, experts, top_k = 1500, 256, 8
+    picks = rng.random((trials, tokens, experts)).argpartition(top_k, axis=2)[:, :, :top_k]
+    touched = np.zeros((trials, experts), dtype=bool)
+    np.put_along_axis(touched, picks.reshape(trials, -1), True, axis=1)
+    sampled = touched.reshape(trials, ep, experts // ep).sum(axis=2).max(axis=1).mean()
+    p_touch = 1 - math.exp(-tokens * top_k / experts)
+    assert busiest_rank_experts(experts // ep, p_touch, ep) == pytest.approx(sampled, rel=0.03)
