@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-import planner.engines as engines
+from planner import engines
 from planner.engines import SFloat
 from planner.search.validate import predict_anchor
 
@@ -39,9 +39,7 @@ def _anchors(backend: str) -> list[dict[str, object]]:
     doc = yaml.safe_load(FILE.read_text())
     assert doc["source"]["split"] == "train", "the fit reads train-split anchors only"
     return [
-        a
-        for a in doc["anchors"]
-        if a.get("engine") == "trtllm" and (a.get("runtime") or {}).get("backend") == backend
+        a for a in doc["anchors"] if a.get("engine") == "trtllm" and (a.get("runtime") or {}).get("backend") == backend
     ]
 
 
@@ -74,7 +72,8 @@ def fit(backend: str, show: bool = False) -> tuple[int, float]:
         errs = _errors(anchors, backend, float(h))
         med = statistics.median(abs(e) for e in errs)
         within = sum(abs(e) <= 0.15 for e in errs)
-        print(f"{backend} host_us_per_request {h:3d}: median |error| {med * 100:5.1f}%  within 15%: {within}/{len(errs)}")
+        line = f"median |error| {med * 100:5.1f}%  within 15%: {within}/{len(errs)}"
+        print(f"{backend} host_us_per_request {h:3d}: {line}")
         if best is None or med < best[1]:
             best = (h, med)
     assert best is not None
