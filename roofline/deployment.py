@@ -93,6 +93,10 @@ class RuntimeOptions(StrictModel):
     # and response bookkeeping each iteration); overlapped with the GPU step, so only the part
     # beyond the GPU time shows (roofline.step). Engine profiles give it (planner/engines).
     host_us_per_request: float = Field(default=0.0, ge=0)
+    # The engine runtime that executes the steps, for engines with more than one (TRT-LLM: the
+    # PyTorch executor or a TensorRT engine run by the C++ executor); None for single-runtime engines.
+    # Informational here: planner/engines picks host_us_per_request by it.
+    backend: Literal["pytorch", "tensorrt"] | None = None
     # Per-request serving path outside the GPU steps (HTTP parse, tokenization, hand-off to the
     # scheduler, first detokenization and stream write): it delays each request's first token and
     # its end, never a step (planner/engines/*.yaml `request_overhead_ms`, sourced there).

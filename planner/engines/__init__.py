@@ -61,6 +61,20 @@ class SWindowShares(_Strict):
     source: str
 
 
+class SBackend(_Strict):
+    value: Literal["pytorch", "tensorrt"]
+    source: str
+
+
+class Backends(_Strict):
+    """An engine with more than one runtime (TRT-LLM: the PyTorch executor, or a TensorRT engine
+    run by the C++ executor): the runtime a deployment that does not state one gets (the engine
+    version's default), and the host time per request per step of each runtime."""
+
+    default: SBackend
+    host_us_per_request: dict[Literal["pytorch", "tensorrt"], SFloat]
+
+
 class SFlag(_Strict):
     """One command-line flag or config key of a launch template, with where it is defined."""
 
@@ -147,6 +161,7 @@ class EngineProfile(_Strict):
     request_overhead_ms: SFloat
     fp8_kv_with_fp8_weights: SBool
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
+    backends: Backends | None = None  # None: one runtime; else host time per runtime (overrides the above)
     kv_window_shares: SWindowShares | None = None  # None: sliding layers keep only their window
     mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
     arch: dict[str, ArchOverride] = {}
@@ -223,12 +238,26 @@ def runtime_options(
         kv_from_free_memory=p.kv_from_free_memory.value,
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
-        host_us_per_request=p.host_us_per_request.value if p.host_us_per_request else 0.0,
+        **_backend(p, engine, stated.pop("backend", None), say),
         kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)
+
+
+def _backend(p: EngineProfile, engine: str, stated: object, say: list[str]) -> dict[str, object]:
+    """The runtime backend and its host time per request: the stated backend, else the engine
+    version's default (noted as assumed); single-runtime engines have no backend."""
+    if p.backends is None:
+        if stated is not None:
+            raise ValueError(f"runtime.backend: {engine} has one runtime (only trtllm has pytorch | tensorrt)")
+        return {"backend": None, "host_us_per_request": p.host_us_per_request.value if p.host_us_per_request else 0.0}
+    if stated is None:
+        stated = p.backends.default.value
+        say.append(f"runtime.backend: {stated} ({engine} default: {p.backends.default.source})")
+    host = p.backends.host_us_per_request[stated]  # type: ignore[index]
+    return {"backend": stated, "host_us_per_request": host.value}
 
 
 def _worth_noting(key: str, value: object, wide: bool) -> bool:

@@ -223,6 +223,9 @@ class RuntimeSpec(InputModel):
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
     step_overhead_us: float | None = Field(default=None, ge=0, le=1e7)
     host_us_per_request: float | None = Field(default=None, ge=0, le=1e6)  # overlapped host time
+    # TRT-LLM only: which runtime executes the steps (PyTorch executor, or a TensorRT engine built
+    # with trtllm-build and run by the C++ executor); unknown: the engine version's default
+    backend: Literal["pytorch", "tensorrt"] | Unknown = "unknown"
 
 
 class Scenario(InputModel):
@@ -274,6 +277,10 @@ class Scenario(InputModel):
                 "end-to-end": "an aggregated pool, or prefill and decode pools",
             }[self.phase]
             raise ValueError(f"phase: {self.phase} needs {pools} in deployment")
+        if self.runtime.backend != "unknown" and self.engine != "trtllm":
+            raise ValueError(
+                f"runtime.backend: {self.runtime.backend} is a TensorRT-LLM runtime; engine is {self.engine}"
+            )
         w, budget = self.workload, self.runtime.max_prefill_tokens
         if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
             raise ValueError(

@@ -150,6 +150,7 @@ STATED_RUNTIME = (
     "elementwise_bytes_per_token_layer",
     "step_overhead_us",
     "host_us_per_request",
+    "backend",
 )
 
 
