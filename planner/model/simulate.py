@@ -2,10 +2,15 @@
 workload and `simulation:` section. The estimator seeds the closed-loop ramp (clients start
 spread over one estimated E2E, as independent users would).
 
-A run is checked for convergence: output throughput over the two halves of the measured window
-must agree within `CONVERGENCE`; if it does not and the request count was not fixed by the user,
-the run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
-`converged: false` with a warning.
+One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
+verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
+deployment show one simulated number: about `ROUNDS` rounds of the requests in flight (at least
+`MIN_REQUESTS`), the first `WARMUP_FRACTION` of arrivals left out, seed 0. Fields that the
+`simulation:` section sets explicitly are kept. A run is checked for convergence: output
+throughput over the two halves of the measured window must agree within `CONVERGENCE`; if it
+does not and the request count was not fixed (by the user or a trace), the run is repeated with
+twice the requests (up to `MAX_REQUESTS`); otherwise the summary says `converged: false` with a
+warning. It does not choose traffic: the scenario or question states it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
 CONVERGENCE = 0.05  # relative difference of throughput between the window's halves
 MAX_REQUESTS = 64_000
 MAX_DOUBLINGS = 3
+ROUNDS = 3  # each client (or each request slot) completes about this many requests
+MIN_REQUESTS = 600  # first run's request count at least, before any doubling
+# the first arrivals, about one of the ROUNDS: open-loop traffic fills the batch over one E2E
+WARMUP_FRACTION = 0.3
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
@@ -71,6 +80,45 @@ def _saturated(res: Resolved) -> Resolved:
     return replace(res, concurrency=float(n), assumed=[*res.assumed, note])
 
 
+def _in_flight(res: Resolved) -> float:
+    """Requests in flight: the stated concurrency, else rate x estimated E2E (Little's law)."""
+    if res.concurrency:
+        return res.concurrency
+    try:
+        e2e = estimate(res).e2e_s
+    except PlannerError:  # no steady state at this rate: the smallest run, extended until it converges
+        return 0.0
+    return (res.request_rate or 1.0) * e2e if np.isfinite(e2e) else 0.0
+
+
+def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConfig, bool]:
+    """(the resolved scenario to run, its configuration, whether the request count is fixed)."""
+    cfg = given or res.simulation or SimConfig()
+    if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
+        res = _saturated(res)
+    stated = cfg.model_fields_set
+    fixed = "requests" in stated or cfg.trace is not None
+    update: dict[str, Any] = {}
+    if not fixed:
+        n = int(min(max(ROUNDS * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
+        update["requests"] = n
+    if "warmup_fraction" not in stated and cfg.warmup_by == "arrival":
+        update["warmup_fraction"] = WARMUP_FRACTION
+    if cfg.closed_loop_ramp_s is None and res.request_rate is None:
+        try:
+            ramp = estimate(res).e2e_s
+        except PlannerError:
+            ramp = 0.0
+        update["closed_loop_ramp_s"] = ramp if np.isfinite(ramp) else 0.0
+    return res, cfg.model_copy(update=update), fixed
+
+
+def standard_config(res: Resolved, given: SimConfig | None = None) -> SimConfig:
+    """The one simulation configuration of this deployment and traffic (before any doubling):
+    what `run_simulation` starts from, e.g. for a progress bar's length."""
+    return _standard(res, given)[1]
+
+
 def run_simulation(
     res: Resolved,
     cfg: SimConfig | None = None,
@@ -78,21 +126,11 @@ def run_simulation(
     progress: Any = None,
     extend: bool | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
-    """Simulate; `extend` allows doubling the requests until the window converges (default: when
-    the request count was not set explicitly and no trace fixes it)."""
-    cfg = cfg or res.simulation or SimConfig()
-    if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
-        res = _saturated(res)
-        if "requests" not in cfg.model_fields_set:  # three waves of the saturated loop
-            waves = min(SIM_MAX_REQUESTS, max(cfg.requests, 3 * round(res.concurrency or 1)))
-            cfg = cfg.model_copy(update={"requests": waves})
-    if cfg.closed_loop_ramp_s is None and res.request_rate is None:
-        try:
-            ramp = estimate(res).e2e_s
-        except PlannerError:
-            ramp = 0.0
-        cfg = cfg.model_copy(update={"closed_loop_ramp_s": ramp if np.isfinite(ramp) else 0.0})
-    pinned = not extend if extend is not None else ("requests" in cfg.model_fields_set or cfg.trace is not None)
+    """Simulate with the standard configuration (`standard_config`, fields `cfg` sets explicitly
+    kept); `extend` allows doubling the requests until the window converges (default: when the
+    request count was not set explicitly and no trace fixes it)."""
+    res, cfg, fixed = _standard(res, cfg)
+    pinned = not extend if extend is not None else fixed
     result = _once(res, cfg, base, progress)
     ok, gap = _converged(result)
     doublings = 0
