@@ -5,8 +5,9 @@ spread over one estimated E2E, as independent users would).
 One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
 verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
 deployment show one simulated number: about `ROUNDS` rounds of the requests in flight (at least
-`MIN_REQUESTS`), the first `WARMUP_FRACTION` of arrivals left out, seed 0. Fields that the
-`simulation:` section sets explicitly are kept. A run is checked for convergence: output
+`MIN_REQUESTS`), the first `WARMUP_FRACTION` of arrivals left out (of the stated traffic's Poisson
+or closed-loop arrivals; a trace or arrival process keeps the simulator's default), seed 0.
+Fields that the `simulation:` section sets explicitly are kept. A run is checked for convergence: output
 throughput and mean TPOT over the two halves of the measured window must agree within
 `CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
 offered load); if they do not and the request count was not fixed (by the user or a trace), the
@@ -122,7 +123,8 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     if not fixed:
         n = int(min(max(ROUNDS * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
         update["requests"] = n
-    if "warmup_fraction" not in stated and cfg.warmup_by == "arrival":
+    own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
+    if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         update["warmup_fraction"] = WARMUP_FRACTION
     if cfg.closed_loop_ramp_s is None and res.request_rate is None:
         try:
