@@ -25,7 +25,7 @@ from planner.inputs.question import build_question, load_question
 from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
-from planner.model.simulate import run_simulation
+from planner.model.simulate import run_simulation, standard_config
 from planner.report.plan_report import answer_dict, print_answer, write_chart
 from planner.report.report import (
     estimate_dict,
@@ -170,7 +170,7 @@ def simulate(
             console=err,
             transient=True,
         ) as bar:
-            task = bar.add_task("sim", total=cfg.requests)
+            task = bar.add_task("sim", total=standard_config(res, cfg).requests)
             result, summary = run_simulation(
                 res, cfg, scenario.parent, progress=lambda done: bar.update(task, completed=done)
             )

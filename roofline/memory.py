@@ -106,6 +106,19 @@ def _kv_layout(inst: InstanceSpec, kv_heads: int | None) -> tuple[float, float]:
     return kv_tok, win / p.pp
 
 
+def step_tokens_per_rank(inst: InstanceSpec, max_step_tokens: int = 8192) -> float:
+    """Tokens one rank processes in a step of `max_step_tokens` per instance (MTP drafts included)."""
+    p = inst.parallel
+    return max_step_tokens / p.dp_attention * (1 + (inst.mtp.draft_tokens if inst.mtp else 0))
+
+
+def activation_bytes(inst: InstanceSpec, max_step_tokens: int = 8192) -> float:
+    """Live activations of one step on one GPU: hidden states, and logits for up to 4,096 tokens."""
+    m, p = inst.model, inst.parallel
+    tokens = step_tokens_per_rank(inst, max_step_tokens)
+    return tokens * m.hidden_size * ACTIVATION_BYTES_PER_TOKEN_HIDDEN + min(tokens, 4096) * m.vocab_size / p.tp * 4
+
+
 def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_tokens: int = 8192) -> MemoryPlan:
     """Lay out one GPU's memory. `kv_needed_tokens` is the KV (in tokens of one attention group)
     the caller must be able to hold, e.g. the prefill batch in flight; offload is sized to free
@@ -114,9 +127,8 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
     cap = hw.mem_bytes
     base, experts = weight_bytes(inst)
     buffers = DEEPEP_BUFFER_BYTES if p.ep > 1 and p.dp_attention > 1 else 0.0
-    tokens = max_step_tokens / p.dp_attention * (1 + (inst.mtp.draft_tokens if inst.mtp else 0))
-    act = tokens * m.hidden_size * ACTIVATION_BYTES_PER_TOKEN_HIDDEN
-    act += min(tokens, 4096) * m.vocab_size / p.tp * 4
+    tokens = step_tokens_per_rank(inst, max_step_tokens)
+    act = activation_bytes(inst, max_step_tokens)
     if inst.runtime.kv_from_free_memory:  # TRT-LLM: fraction of what weights and activations leave
         budget = base + experts + buffers + inst.runtime.mem_fraction * (cap - base - experts - buffers - act)
     else:  # SGLang mem_fraction_static: weights + KV within the fraction, the rest for activations

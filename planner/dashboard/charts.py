@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from planner.dashboard.whatif import STEP_CATEGORIES, Breakdown
 from planner.report.plan_report import pareto_figure as report_pareto_figure
-from planner.report.plan_report import table_rows
+from planner.report.plan_report import record, table_rows
 from planner.search.plan import Answer
 
 CATEGORY_COLORS = dict(
@@ -35,6 +35,7 @@ def pareto_figure(a: Answer, chosen: int | None = None) -> go.Figure:
     fig = report_pareto_figure(a)
     for trace in fig.data:  # the fronts are the search's estimates
         trace.name = f"{trace.name} front (estimates)"
+    labels = {i: record(a, r, i)["label"] for i, r in enumerate(a.recommendations, 1)}
     rows = [r for r in table_rows(a) if r["tok/s/user"]]
     fig.add_trace(
         go.Scatter(
@@ -44,7 +45,7 @@ def pareto_figure(a: Answer, chosen: int | None = None) -> go.Figure:
             name="recommendations (as in the table)",
             text=[f"#{r['#']}" for r in rows],
             textposition="top center",
-            customdata=[[r["deployment"], r["figures"]] for r in rows],
+            customdata=[[labels[r["#"]], r["figures"]] for r in rows],
             marker={"color": "#444", "size": 9, "symbol": "circle-open"},
             hovertemplate="%{text} %{customdata[0]}<br>%{x:.1f} tok/s/user, %{y:,.0f} tok/s/GPU"
             "<br>%{customdata[1]}<extra></extra>",
@@ -60,7 +61,7 @@ def pareto_figure(a: Answer, chosen: int | None = None) -> go.Figure:
                     mode="markers",
                     name=f"chosen: #{chosen + 1}",
                     marker={"color": "#ff7f0e", "size": 18, "symbol": "star", "line": {"width": 1, "color": "#000"}},
-                    hovertemplate=f"chosen #{chosen + 1} {row['deployment']}<extra></extra>",
+                    hovertemplate=f"chosen #{chosen + 1} {labels[row['#']]}<extra></extra>",
                 )
             )
     fig.update_layout(

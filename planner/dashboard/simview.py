@@ -1,7 +1,8 @@
 """The time series of a deployment under the plan's own traffic: the question's rate or
-concurrency (or the recommendation's operating rate), or the uploaded trace, with as many
-requests as the planner's verification simulates (`planner.search.verify`: about three rounds of the
-requests in flight), so the batch and KV use reach the planned operating point.
+concurrency (or the recommendation's operating rate), or the uploaded trace, simulated with the
+one configuration of a deployment and its traffic (`planner.model.simulate.standard_config`, as the
+planner's verification runs it: about three rounds of the requests in flight, extended until the
+window converges), so the batch and KV use reach the planned operating point.
 This module simulates and bins; it draws nothing.
 """
 
@@ -13,39 +14,29 @@ import numpy as np
 
 from planner.inputs.scenario import parse_scenario
 from planner.model.defaults import resolve
-from planner.model.estimator import estimate
 from planner.model.simulate import run_simulation
-from planner.search.verify import MAX_REQUESTS, MIN_REQUESTS, ROUNDS
 from simulator import SimConfig
 
 BINS = 120
-
-
-def sim_config(scn: dict[str, Any], simulation: dict[str, Any] | None) -> SimConfig:
-    """The question's simulation section (a trace) where given, else the verification's size."""
-    if simulation:
-        return SimConfig.model_validate(simulation)
-    res = resolve(parse_scenario(scn))
-    conc = res.concurrency or (res.request_rate or 1.0) * estimate(res).e2e_s  # Little's law
-    n = int(min(max(ROUNDS * conc, MIN_REQUESTS), MAX_REQUESTS))
-    return SimConfig(requests=n, seed=0, warmup_fraction=0.3)
 
 
 def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-interval queue length, decode batch, KV use and latencies; `source` says what drove
     the arrivals."""
     res = resolve(parse_scenario(scn))
-    cfg = sim_config(scn, simulation)
-    result, summary = run_simulation(res, cfg, extend=False)
+    cfg = SimConfig.model_validate(simulation) if simulation else None
+    result, summary = run_simulation(res, cfg)
     steps, t = result.steps, result.table
     source = (
         f"trace {cfg.trace.path.rsplit('/', 1)[-1]}"
-        if cfg.trace
+        if cfg and cfg.trace
         else f"{res.concurrency:,.0f} requests in flight"
         if res.concurrency
         else f"Poisson arrivals at {res.request_rate:,.1f} requests/s"
+        if res.request_rate
+        else "saturated: a closed loop holding the decode pool full"
     )
-    out: dict[str, Any] = {"time_s": [], "requests": cfg.requests, "source": source}
+    out: dict[str, Any] = {"time_s": [], "requests": summary["requests"], "source": source}
     if not len(steps):
         return out
     end = float(np.nanmax(t.finish))

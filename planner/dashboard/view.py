@@ -169,6 +169,6 @@ def closest_message(a: Answer) -> str | None:
     r = a.recommendations[0]
     binding = SLO_NAMES.get(r.binding, r.binding)
     return (
-        f"No deployment meets the SLO. Closest configuration: {r.deployment.describe()} "
-        f"({r.cand.precision_label}); the binding constraint is {binding}."
+        f"No deployment meets the SLO. Closest configuration: {r.deployment.label(r.point.batch)}; "
+        f"the binding constraint is {binding}."
     )

@@ -116,20 +116,34 @@ class MemReserve(_Strict):
     decode_graph_mb_per_bs: float
     floor_mb: float
     floor_above_mb: float
+    post_capture_reserve_mb: float
+
+    def _graph_mb(self, mem_mib: float, role: str, parallel: Parallelism) -> float:
+        """Decode CUDA graphs (a prefill-only server captures none)."""
+        large = mem_mib >= self.large_gpu_mb
+        max_bs = self.graph_bs if large or parallel.tp >= 4 else self.graph_bs_small_tp
+        return self.decode_graph_mb_per_bs * max_bs if role != "prefill" else 0.0
 
     def fraction(self, mem_mib: float, role: str, parallel: Parallelism) -> float:
         """mem_fraction_static for one instance of `parallel` on a GPU of `mem_mib` MiB, with
         SGLang's defaults for the chunk (per instance) and the decode graph batch limit."""
-        large = mem_mib >= self.large_gpu_mb
-        chunk = self.chunk_tokens_large if large else self.chunk_tokens
-        max_bs = self.graph_bs if large or parallel.tp >= 4 else self.graph_bs_small_tp
+        chunk = self.chunk_tokens_large if mem_mib >= self.large_gpu_mb else self.chunk_tokens
         mb = self.base_mb + self.mb_per_chunk_token * max(chunk, self.min_chunk_tokens)
         mb += parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
-        if role != "prefill":  # decode CUDA graphs (a prefill-only server captures none)
-            mb += self.decode_graph_mb_per_bs * max_bs
+        mb += self._graph_mb(mem_mib, role, parallel)
         if mem_mib > self.floor_above_mb:
             mb = max(mb, self.floor_mb)
         return round(max(0.05, (mem_mib - mb) / mem_mib), 3)
+
+    def outside_mb(self, mem_mib: float, role: str, parallel: Parallelism, activation_mb: float) -> dict[str, float]:
+        """What the engine needs outside its static pool at the least, in MiB, by part: its own
+        reserve with the parallel slack (post-capture sizing), decode CUDA graphs, activations."""
+        slack = parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
+        return {
+            "engine reserve and NCCL": self.post_capture_reserve_mb + slack,
+            "decode CUDA graphs": self._graph_mb(mem_mib, role, parallel),
+            "activations": activation_mb,
+        }
 
 
 class SReserve(_Strict):

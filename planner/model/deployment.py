@@ -28,6 +28,11 @@ def layout_label(p: Parallelism) -> str:
     return " ".join(x for x in parts if x)
 
 
+def precision_label(p: PrecisionMix) -> str:
+    """attention/KV/dense/experts, e.g. fp8/fp8/bf16/mxfp4: the one precision label of every view."""
+    return f"{p.attention}/{p.kv_cache}/{p.dense}/{p.moe}"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Pool:
     role: str  # prefill | decode | aggregated
@@ -114,6 +119,18 @@ class Deployment:
         if self.mode == "aggregated":
             return " + ".join(f"{p.instances}x agg {layout_label(p.parallel)}" for p in self.pools)
         return " + ".join(f"{p.instances}x {p.role} {layout_label(p.parallel)}" for p in self.pools)
+
+    def label(self, batch: int | None = None) -> str:
+        """The one label of an operating point: layout, precision (attention/KV/dense/experts),
+        MTP, decode batch per instance and KV memory fraction, so two points that differ in any of
+        them read differently (Pareto fronts, compare, chart hovers, the dashboard)."""
+        main = self.first("decode") or self.first("aggregated") or self.pools[0]
+        inst = main.instance
+        parts = [self.describe(), precision_label(inst.precision), "MTP" if inst.mtp else "no MTP"]
+        if batch is not None:
+            parts.append(f"batch {batch}")
+        parts.append(f"mem fraction {inst.runtime.mem_fraction:g}")
+        return ", ".join(parts)
 
 
 def make_pool(

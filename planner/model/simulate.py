@@ -2,10 +2,17 @@
 workload and `simulation:` section. The estimator seeds the closed-loop ramp (clients start
 spread over one estimated E2E, as independent users would).
 
-A run is checked for convergence: output throughput over the two halves of the measured window
-must agree within `CONVERGENCE`; if it does not and the request count was not fixed by the user,
-the run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
-`converged: false` with a warning.
+One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
+verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
+deployment show one simulated number: about `ROUNDS` rounds of the requests in flight (at least
+`MIN_REQUESTS`), the first `WARMUP_FRACTION` of arrivals left out (of the stated traffic's Poisson
+or closed-loop arrivals; a trace or arrival process keeps the simulator's default), seed 0.
+Fields that the `simulation:` section sets explicitly are kept. A run is checked for convergence: output
+throughput and mean TPOT over the two halves of the measured window must agree within
+`CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
+offered load); if they do not and the request count was not fixed (by the user or a trace), the
+run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
+`converged: false` with a warning. It does not choose traffic: the scenario or question states it.
 """
 
 from __future__ import annotations
@@ -22,10 +29,15 @@ from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
+from simulator.metrics import latencies, measured_mask
 
-CONVERGENCE = 0.05  # relative difference of throughput between the window's halves
+CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
 MAX_REQUESTS = 64_000
 MAX_DOUBLINGS = 3
+ROUNDS = 3  # each client (or each request slot) completes about this many requests
+MIN_REQUESTS = 600  # first run's request count at least, before any doubling
+# the first arrivals, about one of the ROUNDS: open-loop traffic fills the batch over one E2E
+WARMUP_FRACTION = 0.3
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
@@ -48,9 +60,27 @@ def window_halves(result: SimResult) -> tuple[float, float]:
     return float(first), float(second)
 
 
+def tpot_halves(result: SimResult) -> tuple[float, float]:
+    """Mean TPOT (s) of the measured requests that arrived in the first and second half of the
+    window: a batch still growing shows as a drift here while the throughput already matches the
+    offered load."""
+    t, m = result.table, measured_mask(result)
+    t0, t1 = result.window
+    tpot = latencies(result)["tpot"]
+    ok = m & np.isfinite(tpot)
+    early = ok & (t.arrival < 0.5 * (t0 + t1))
+    if not early.any() or not (ok & ~early).any():
+        return 0.0, 0.0
+    return float(tpot[early].mean()), float(tpot[ok & ~early].mean())
+
+
+def _gap(a: float, b: float) -> float:
+    return abs(a - b) / max(a, b) if max(a, b) > 0 else 0.0
+
+
 def _converged(result: SimResult) -> tuple[bool, float]:
-    a, b = window_halves(result)
-    gap = abs(a - b) / max(a, b) if max(a, b) > 0 else 0.0
+    """Output throughput and mean TPOT agree within `CONVERGENCE` over the window's halves."""
+    gap = max(_gap(*window_halves(result)), _gap(*tpot_halves(result)))
     return gap <= CONVERGENCE, gap
 
 
@@ -71,6 +101,46 @@ def _saturated(res: Resolved) -> Resolved:
     return replace(res, concurrency=float(n), assumed=[*res.assumed, note])
 
 
+def _in_flight(res: Resolved) -> float:
+    """Requests in flight: the stated concurrency, else rate x estimated E2E (Little's law)."""
+    if res.concurrency:
+        return res.concurrency
+    try:
+        e2e = estimate(res).e2e_s
+    except PlannerError:  # no steady state at this rate: the smallest run, extended until it converges
+        return 0.0
+    return (res.request_rate or 1.0) * e2e if np.isfinite(e2e) else 0.0
+
+
+def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConfig, bool]:
+    """(the resolved scenario to run, its configuration, whether the request count is fixed)."""
+    cfg = given or res.simulation or SimConfig()
+    if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
+        res = _saturated(res)
+    stated = cfg.model_fields_set
+    fixed = "requests" in stated or cfg.trace is not None
+    update: dict[str, Any] = {}
+    if not fixed:
+        n = int(min(max(ROUNDS * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
+        update["requests"] = n
+    own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
+    if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
+        update["warmup_fraction"] = WARMUP_FRACTION
+    if cfg.closed_loop_ramp_s is None and res.request_rate is None:
+        try:
+            ramp = estimate(res).e2e_s
+        except PlannerError:
+            ramp = 0.0
+        update["closed_loop_ramp_s"] = ramp if np.isfinite(ramp) else 0.0
+    return res, cfg.model_copy(update=update), fixed
+
+
+def standard_config(res: Resolved, given: SimConfig | None = None) -> SimConfig:
+    """The one simulation configuration of this deployment and traffic (before any doubling):
+    what `run_simulation` starts from, e.g. for a progress bar's length."""
+    return _standard(res, given)[1]
+
+
 def run_simulation(
     res: Resolved,
     cfg: SimConfig | None = None,
@@ -78,21 +148,11 @@ def run_simulation(
     progress: Any = None,
     extend: bool | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
-    """Simulate; `extend` allows doubling the requests until the window converges (default: when
-    the request count was not set explicitly and no trace fixes it)."""
-    cfg = cfg or res.simulation or SimConfig()
-    if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
-        res = _saturated(res)
-        if "requests" not in cfg.model_fields_set:  # three waves of the saturated loop
-            waves = min(SIM_MAX_REQUESTS, max(cfg.requests, 3 * round(res.concurrency or 1)))
-            cfg = cfg.model_copy(update={"requests": waves})
-    if cfg.closed_loop_ramp_s is None and res.request_rate is None:
-        try:
-            ramp = estimate(res).e2e_s
-        except PlannerError:
-            ramp = 0.0
-        cfg = cfg.model_copy(update={"closed_loop_ramp_s": ramp if np.isfinite(ramp) else 0.0})
-    pinned = not extend if extend is not None else ("requests" in cfg.model_fields_set or cfg.trace is not None)
+    """Simulate with the standard configuration (`standard_config`, fields `cfg` sets explicitly
+    kept); `extend` allows doubling the requests until the window converges (default: when the
+    request count was not set explicitly and no trace fixes it)."""
+    res, cfg, fixed = _standard(res, cfg)
+    pinned = not extend if extend is not None else fixed
     result = _once(res, cfg, base, progress)
     ok, gap = _converged(result)
     doublings = 0
@@ -108,7 +168,7 @@ def run_simulation(
     summary["halves_gap"] = round(gap, 4)
     if not ok:
         summary["warning"] = (
-            f"throughput differs by {gap:.0%} between the halves of the measured window: the run has not "
+            f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window: the run has not "
             f"reached a steady state; use more requests (--requests) for steady-state figures"
         )
     return result, summary

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.launch import launch_commands
-from planner.model.deployment import layout_label
+from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
 from planner.search.plan import Answer, Recommendation, cost_per_mtok
 
@@ -40,6 +40,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     return {
         "rank": rank,
         "deployment": dep.describe(),
+        "label": dep.label(p.batch),  # layout, precision, MTP, batch, memory fraction
         "mode": dep.mode,
         "gpus": dep.gpus,
         "decode_layout": layout_label(main.parallel),
@@ -47,7 +48,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "decode_instances": main.instances,
         "prefill_instances": prefill.instances if prefill else 0,
         "precision": prec.model_dump(),
-        "precision_label": f"{prec.attention}/{prec.kv_cache}/{prec.dense}/{prec.moe}",  # attn/KV/dense/experts
+        "precision_label": precision_label(prec),
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,

@@ -210,7 +210,7 @@ def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, fl
     fronts: dict[str, list[tuple[float, float, str]]] = {}
     for mode in q.modes:
         pts = [
-            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, p.deployment.describe())
+            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, p.deployment.label(p.batch))
             for s in scored
             if s.cand.mode == mode
             for p in s.points

@@ -48,11 +48,6 @@ class Candidate:
     mtp: bool
     mem_fraction: float
 
-    @property
-    def precision_label(self) -> str:
-        p = self.precision
-        return f"attn {p.attention}/kv {p.kv_cache}, dense {p.dense}, experts {p.moe}"
-
 
 @cache
 def pool(model: str, hardware: str, engine: str, role: str, par: Parallelism, prec: PrecisionMix, mtp: bool,

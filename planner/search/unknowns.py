@@ -26,6 +26,7 @@ from planner.inputs.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
 from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
 from planner.model.estimator import estimate_deployment, max_batch, point
+from planner.model.mem_fraction import resolve_fitting
 from planner.search.score import Point, score, slack
 from planner.search.space import Candidate, candidates, deployment, matches, precisions, stated_layouts
 from roofline.catalog import get_hardware, get_model
@@ -304,9 +305,10 @@ def search_deployment(
 
 
 def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output_tok_s_per_gpu") -> Resolved:
-    """`resolve` for a stated deployment; otherwise search the unknown fields first."""
+    """`resolve` for a stated deployment; otherwise search the unknown fields first. An unknown
+    memory fraction whose default does not fit is searched (`planner.model.mem_fraction`)."""
     if s.deployment.known:
-        return resolve(s, base_dir)
+        return resolve_fitting(s, base_dir)
     dep, notes, _ = search_deployment(s, metric, base_dir)
     pools: dict[str, Any] = {p.role: p.layout() for p in dep.pools}
     if s.phase != "end-to-end":
@@ -315,7 +317,7 @@ def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output
     if any(n.startswith("precision: searched") for n in notes):
         data["precision"] = dep.pools[0].instance.precision.model_dump(exclude={"lm_head"})
     chosen = Scenario.model_validate(data)
-    res = resolve(chosen, base_dir)
+    res = resolve_fitting(chosen, base_dir)
     res.assumed = list(dict.fromkeys([*notes, *res.assumed]))
     return res
 

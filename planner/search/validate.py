@@ -30,7 +30,6 @@ from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation
 from planner.search.unknowns import resolve_any, search_deployment
 from roofline.errors import PlannerError
-from simulator import SimConfig
 
 Metric = Literal[
     "input_tok_s_per_gpu",
@@ -208,17 +207,13 @@ def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serv
     engine's request count and start pattern); else the closed loop of a benchmark client
     (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a steady
     state after a warm-up), or Poisson
-    arrivals at the anchor's rate for ten times the requests in flight (at least 600, extended
-    until the measured window converges); seed 0; means over the window."""
-    given = res.simulation
-    if given is not None:
-        cfg, extend = given, False
-    elif res.concurrency:  # the benchmark client's own pattern (planner.inputs.benchmarks)
-        cfg, extend = client_config(res.concurrency, client=client), False
-    else:
-        in_flight = (res.request_rate or 1.0) * estimate(res).e2e_s
-        cfg, extend = SimConfig(requests=int(min(max(600, 10 * in_flight), 30_000))), True
-    _, m = run_simulation(res, cfg, extend=extend)
+    arrivals at the anchor's rate with the one simulation configuration of a deployment and its
+    traffic (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run
+    it); means over the window."""
+    cfg = None  # the anchor's own section, else the standard configuration
+    if res.simulation is None and res.concurrency:  # the benchmark client's own pattern (requests fixed)
+        cfg = client_config(res.concurrency, client=client)
+    _, m = run_simulation(res, cfg)
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
         v = m[metric]["mean"]
     elif metric == "output_tok_s_per_user":

@@ -3,7 +3,10 @@ the SLO's p90s. Traffic: the question's concurrency (closed loop) or rate (Poiss
 neither, Poisson arrivals at the operating point's request rate, i.e. independent users, as in
 production (a closed loop of identical requests synchronises into cohorts and overstates
 prefill queueing). The question's `simulation:` section (a trace, bursty arrivals) replaces
-the arrival process when given. The deployment simulated is the very object that was scored.
+the arrival process when given. The deployment simulated is the very object that was scored,
+with the one simulation configuration of a deployment and its traffic
+(`planner.model.simulate.standard_config`: the same run `planner simulate` makes of the exported
+scenario).
 """
 
 from __future__ import annotations
@@ -14,10 +17,6 @@ from planner.model.defaults import Resolved
 from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation, simulated_metrics
 from planner.search.score import Point
-from simulator import SimConfig
-
-MIN_REQUESTS, MAX_REQUESTS = 600, 30_000
-ROUNDS = 3  # each client (or each request slot) completes about this many requests
 
 
 def as_resolved(q: Question, p: Point) -> Resolved:
@@ -45,9 +44,8 @@ def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:
 
 
 def verify(q: Question, p: Point) -> Metrics:
+    """The simulated figures of a scored point under the question's traffic (the record carries
+    `converged`)."""
     res = as_resolved(q, p)
-    conc = res.concurrency or (res.request_rate or 1.0) * p.metrics.e2e_s  # in flight, by Little's law
-    n = int(min(max(ROUNDS * conc, MIN_REQUESTS), MAX_REQUESTS))
-    cfg = q.simulation or SimConfig(requests=n, seed=0, warmup_fraction=0.3)
-    _, summary = run_simulation(res, cfg, extend=False)  # the record carries `converged`
+    _, summary = run_simulation(res)
     return simulated_metrics(res, summary)
