@@ -13,11 +13,7 @@ path (planner/engines/sglang.yaml request_overhead_ms: the engine idles while a 
 through it, then prefills it at once) moves the onset again: 5.1% at 16 users (sim 10.84 ms vs
 estimate 11.43 ms), 3.3% at 12, so the grid stops at 12. Engines that mix
 decodes and prefill chunks in one step (vLLM, TRT-LLM) have no prefill cohorts to synchronise;
-with no serving path their grid ran to 256 users (worst: Llama-8B vLLM at 256, sim 51.1 ms vs
-estimate 53.3 ms TPOT, 4.1%). vLLM's 35 ms serving path (planner/engines/vllm.yaml) keeps each
-finished request out of the engine for that long, and the fixed-length loop drifts again: sim TPOT
-below the estimate by 1.0% at 16 users, 4.4% at 32, 5.0% at 48, 5.5% at 64 (18.11 vs 19.17 ms) and
-7.6% at 256 (49.15 vs 53.22 ms), so the vLLM grid stops at 32; TRT-LLM (no serving path) runs to 256.
+their grid runs to 256 users (worst: Llama-8B vLLM at 256, sim 51.1 ms vs estimate 53.3 ms TPOT, 4.1%).
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ GRID = (
     + [(DISAGG_H200, c) for c in (4, 64, 256)]
     + [(AGG_LLAMA, c) for c in (1, 8, 12)]
     + [(AGG_QWEN, c) for c in (2, 16)]
-    + [({**AGG_LLAMA, "engine": "vllm"}, c) for c in (1, 16, 32)]
+    + [({**AGG_LLAMA, "engine": "vllm"}, c) for c in (1, 16, 64, 256)]
     + [({**AGG_QWEN, "engine": "trtllm"}, c) for c in (2, 16, 256)]
 )
 
