@@ -78,7 +78,16 @@ class AnchorResult:
     tolerance: float = 0.15
 
 
+# what a one-phase estimate does not price: the metric would read 0 (a -100% error), not a prediction
+PHASE_ABSENT = {
+    "decode": {"ttft_ms", "e2e_ms", "input_tok_s_per_gpu"},
+    "prefill": {"tpot_ms", "e2e_ms", "output_tok_s", "output_tok_s_per_gpu", "output_tok_s_per_user"},
+}
+
+
 def metric_value(metric: str, est: Metrics) -> float:
+    if metric in PHASE_ABSENT.get(est.mode, ()):
+        raise PlannerError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
     step = est.decode_step
     values: dict[str, Any] = {
         "input_tok_s_per_gpu": est.input_tok_s_per_gpu,

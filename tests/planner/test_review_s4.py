@@ -23,3 +23,30 @@ def test_a_decode_phase_estimate_shows_no_ttft_or_e2e_instead_of_zero():
     table = runner.invoke(app, ["estimate", path], env={"COLUMNS": "200"}).output
     e2e_row = next(line for line in table.splitlines() if "E2E" in line)
     assert "not in a decode phase" in e2e_row and " 0 ms" not in e2e_row
+
+
+def _anchor(phase: str, pool: str, metric: str) -> dict:
+    return {
+        "id": f"{phase}-{metric}".replace("_", "-"),
+        "source": "review",
+        "model": "deepseek-v3",
+        "hardware": "h200-sxm",
+        "phase": phase,
+        "deployment": {pool: {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "workload": {"isl": 1000, "osl": 200, "concurrency": 64, "concurrency_scope": "total"},
+        "metric": metric,
+        "value": 100,
+    }
+
+
+def test_an_anchor_metric_its_phase_does_not_price_is_an_error_row_not_a_minus_100_percent_miss():
+    """A decode-phase anchor of e2e_ms (or prefill-phase tpot_ms) was predicted 0 ms (-100.0%)."""
+    from planner.search.validate import predict_anchor
+
+    for phase, pool, metric in (("decode", "decode", "e2e_ms"), ("decode", "decode", "ttft_ms"),
+                                ("prefill", "prefill", "tpot_ms"), ("prefill", "prefill", "output_tok_s_per_gpu")):
+        r = predict_anchor(_anchor(phase, pool, metric), Path("."))
+        assert r.predicted is None and r.error is not None, (metric, r.predicted)
+        assert r.error.startswith(f"metric: {metric}") and "\n" not in r.error
+    ok = predict_anchor(_anchor("decode", "decode", "tpot_ms"), Path("."))
+    assert ok.error is None and ok.predicted and ok.predicted > 0
