@@ -20,13 +20,15 @@ from multiprocessing import get_context
 from typing import Any
 
 from planner.inputs.question import Question
+from planner.model.context import context_problem
 from planner.model.deployment import Deployment
 from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
-from planner.search.space import Candidate, candidates
+from planner.search.space import PRUNE_REASONS, Candidate, candidates
 from planner.search.verify import meets_slo, verify
 from roofline.catalog import get_hardware, get_model
+from roofline.errors import PlannerError
 
 
 @dataclass(slots=True)
@@ -66,6 +68,10 @@ class Answer:
     feasible: bool
     fronts: dict[str, list[tuple[float, float, str]]] = field(default_factory=dict)  # mode -> (user, gpu, label)
     notes: list[str] = field(default_factory=list)
+
+
+# why scoring (pricing the traffic on a candidate that passed the memory check) failed
+SCORE_REASONS = {"InsufficientMemoryError": "no memory left for this traffic's KV and activations"}
 
 
 def objective(q: Question, p: Point, m: Metrics | None = None) -> float:
@@ -170,12 +176,16 @@ def plan(
 ) -> Answer:
     say = progress or (lambda _msg: None)
     m, hw = get_model(q.model), get_hardware(q.hardware)
+    problem = context_problem(q.model, q.isl, q.osl)
+    if problem:
+        raise PlannerError(problem)
     cands, pruned = candidates(q, m, hw)
     say(f"scoring {len(cands)} candidates")
     all_scored = _score_parallel(q, cands, workers or os.cpu_count() or 1, ray_address)
     for s in all_scored:
         if s.error:
-            pruned[s.error.split(":")[0]] += 1
+            kind = s.error.split(":")[0]  # scoring failed: the traffic, not only the weights, is priced
+            pruned[SCORE_REASONS.get(kind, PRUNE_REASONS.get(kind, kind))] += 1
     scored = [s for s in all_scored if not s.error]
     fronts = _fronts(q, scored)
     ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]

@@ -50,3 +50,22 @@ def test_an_anchor_metric_its_phase_does_not_price_is_an_error_row_not_a_minus_1
         assert r.error.startswith(f"metric: {metric}") and "\n" not in r.error
     ok = predict_anchor(_anchor("decode", "decode", "tpot_ms"), Path("."))
     assert ok.error is None and ok.predicted and ok.predicted > 0
+
+
+def test_plan_refuses_a_request_longer_than_the_context_window_in_one_line():
+    """`planner plan --isl 200000` ranked deployments for DeepSeek-V3, whose config.json allows
+    163,840 tokens; only the dashboard checked the window."""
+    out = runner.invoke(app, ["plan", "--model", "deepseek-v3", "--hardware", "h200-sxm", "--gpus", "8",
+                              "--isl", "200000", "--osl", "100", "--workers", "1"])
+    assert out.exit_code == 2, out.output
+    assert len(out.output.strip().splitlines()) == 1 and "isl + osl" in out.output and "163,840" in out.output
+
+
+def test_scoring_failures_are_counted_in_words_not_class_names():
+    """`plan --model llama-3.1-8b --isl 500000` printed '11 InsufficientMemoryError' among the pruned."""
+    from planner.inputs.question import Question
+    from planner.search.plan import plan
+
+    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, isl=500000, osl=100, verify_top=0),
+             workers=1)
+    assert a.pruned and not any("Error" in k for k in a.pruned), dict(a.pruned)
