@@ -192,6 +192,9 @@ def plan(
     if not ranked:
         closest = _closest(q, scored)
         note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
+        if closest is None:  # nothing to show: say why rather than promise a row
+            why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none pruned"
+            note = f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: {why}"
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))

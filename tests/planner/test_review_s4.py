@@ -69,3 +69,14 @@ def test_scoring_failures_are_counted_in_words_not_class_names():
     a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, isl=500000, osl=100, verify_top=0),
              workers=1)
     assert a.pruned and not any("Error" in k for k in a.pruned), dict(a.pruned)
+
+
+def test_an_empty_answer_says_why_instead_of_promising_the_closest_row():
+    """`plan --hardware h100-sxm --gpus 8` (DeepSeek-V3 does not fit) printed 'the closest one and its
+    binding constraint are shown' above an empty table."""
+    from planner.inputs.question import Question
+    from planner.search.plan import plan
+
+    a = plan(Question(model="deepseek-v3", hardware="h100-sxm", gpus=8, verify_top=0), workers=1)
+    assert not a.recommendations
+    assert not any("closest" in n for n in a.notes) and any("weights do not fit" in n for n in a.notes), a.notes
