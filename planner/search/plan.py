@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from planner.inputs.edge import one_line
 from planner.inputs.question import Question
 from planner.model.context import context_problem
 from planner.model.deployment import Deployment
@@ -129,17 +130,25 @@ MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommend
 SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
 
 
-def _verify(q: Question, recs: list[Recommendation], say: Callable[[str], None]) -> int:
+def _verify(
+    q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
+) -> int:
     """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
     simulation budget is spent: first each one's best point, then, for those whose p90s missed,
-    lower operating points (a smaller batch) of the same deployment."""
+    lower operating points (a smaller batch) of the same deployment. A point the simulator cannot
+    build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and `failed` says why."""
     simulated = 0
     start = time.process_time()
 
     def run(r: Recommendation, p: Point) -> None:
         nonlocal simulated
         say(f"simulating {p.deployment.describe()} at batch {p.batch}")
-        m = verify(q, p)
+        try:
+            m = verify(q, p)
+        except PlannerError as exc:
+            if failed is not None:
+                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(exc), 300)}")
+            return
         simulated += 1
         ok, slack = meets_slo(q, m)
         if r.simulated is None or ok or not r.meets:
@@ -201,9 +210,10 @@ def plan(
         for s in _distinct(ranked)
         if (best := s.best) is not None
     ]
-    simulated = _verify(q, recs, say) if q.verify_top else 0
+    failed: list[str] = []
+    simulated = _verify(q, recs, say, failed) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
-    notes: list[str] = []
+    notes: list[str] = failed
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
     if q.verify_top == 0:
         notes.append("not simulated (verify_top: 0): figures are estimates")

@@ -80,3 +80,13 @@ def test_an_empty_answer_says_why_instead_of_promising_the_closest_row():
     a = plan(Question(model="deepseek-v3", hardware="h100-sxm", gpus=8, verify_top=0), workers=1)
     assert not a.recommendations
     assert not any("closest" in n for n in a.notes) and any("weights do not fit" in n for n in a.notes), a.notes
+
+
+def test_a_recommendation_the_simulator_cannot_build_stays_an_estimate_and_the_plan_answers():
+    """`plan --hardware rtx-pro-6000 --gpus 8` (DeepSeek-V3) aborted the whole plan with exit 2: the
+    simulator sizes KV for two prefill budgets (1.2 GB), which the scored TP8 FP8 point lacks."""
+    out = runner.invoke(app, ["plan", "--hardware", "rtx-pro-6000", "--gpus", "8", "--workers", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["recommendations"]
+    assert any(n.startswith("not simulated, 1x agg TP8 EP8") and "does not fit" in n for n in data["notes"])
