@@ -202,8 +202,12 @@ def plan(
         closest = _closest(q, scored)
         note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
         if closest is None:  # nothing to show: say why rather than promise a row
-            why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none pruned"
-            note = f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: {why}"
+            why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
+            served = "none has an operating point that serves this traffic; " if scored else ""
+            note = (
+                f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
+                f"{len(scored)} scored, {served}pruned: {why}"
+            )
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))

@@ -18,11 +18,13 @@ def test_a_decode_phase_estimate_shows_no_ttft_or_e2e_instead_of_zero():
     decode-only phase prices no prompt, so neither latency exists; 0 read as a measured value."""
     path = str(EXAMPLES / "deepseek-v3-gb200-48gpu-decode.yaml")
     data = json.loads(runner.invoke(app, ["estimate", path, "--json"]).output)
-    assert data["ttft_ms"] is None and data["e2e_ms"] is None
+    assert data["ttft_ms"] is None
+    assert data["e2e_ms"] is None
     assert data["tpot_ms"] > 0
     table = runner.invoke(app, ["estimate", path], env={"COLUMNS": "200"}).output
     e2e_row = next(line for line in table.splitlines() if "E2E" in line)
-    assert "not in a decode phase" in e2e_row and " 0 ms" not in e2e_row
+    assert "not in a decode phase" in e2e_row
+    assert " 0 ms" not in e2e_row
 
 
 def _anchor(phase: str, pool: str, metric: str) -> dict:
@@ -43,22 +45,48 @@ def test_an_anchor_metric_its_phase_does_not_price_is_an_error_row_not_a_minus_1
     """A decode-phase anchor of e2e_ms (or prefill-phase tpot_ms) was predicted 0 ms (-100.0%)."""
     from planner.search.validate import predict_anchor
 
-    for phase, pool, metric in (("decode", "decode", "e2e_ms"), ("decode", "decode", "ttft_ms"),
-                                ("prefill", "prefill", "tpot_ms"), ("prefill", "prefill", "output_tok_s_per_gpu")):
+    for phase, pool, metric in (
+        ("decode", "decode", "e2e_ms"),
+        ("decode", "decode", "ttft_ms"),
+        ("prefill", "prefill", "tpot_ms"),
+        ("prefill", "prefill", "output_tok_s_per_gpu"),
+    ):
         r = predict_anchor(_anchor(phase, pool, metric), Path("."))
-        assert r.predicted is None and r.error is not None, (metric, r.predicted)
-        assert r.error.startswith(f"metric: {metric}") and "\n" not in r.error
+        assert r.predicted is None, (metric, r.predicted)
+        assert r.error is not None
+        assert r.error.startswith(f"metric: {metric}")
+        assert "\n" not in r.error
     ok = predict_anchor(_anchor("decode", "decode", "tpot_ms"), Path("."))
-    assert ok.error is None and ok.predicted and ok.predicted > 0
+    assert ok.error is None
+    assert ok.predicted
+    assert ok.predicted > 0
 
 
 def test_plan_refuses_a_request_longer_than_the_context_window_in_one_line():
     """`planner plan --isl 200000` ranked deployments for DeepSeek-V3, whose config.json allows
     163,840 tokens; only the dashboard checked the window."""
-    out = runner.invoke(app, ["plan", "--model", "deepseek-v3", "--hardware", "h200-sxm", "--gpus", "8",
-                              "--isl", "200000", "--osl", "100", "--workers", "1"])
+    out = runner.invoke(
+        app,
+        [
+            "plan",
+            "--model",
+            "deepseek-v3",
+            "--hardware",
+            "h200-sxm",
+            "--gpus",
+            "8",
+            "--isl",
+            "200000",
+            "--osl",
+            "100",
+            "--workers",
+            "1",
+        ],
+    )
     assert out.exit_code == 2, out.output
-    assert len(out.output.strip().splitlines()) == 1 and "isl + osl" in out.output and "163,840" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert "isl + osl" in out.output
+    assert "163,840" in out.output
 
 
 def test_scoring_failures_are_counted_in_words_not_class_names():
@@ -66,9 +94,9 @@ def test_scoring_failures_are_counted_in_words_not_class_names():
     from planner.inputs.question import Question
     from planner.search.plan import plan
 
-    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, isl=500000, osl=100, verify_top=0),
-             workers=1)
-    assert a.pruned and not any("Error" in k for k in a.pruned), dict(a.pruned)
+    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, isl=500000, osl=100, verify_top=0), workers=1)
+    assert a.pruned
+    assert not any("Error" in k for k in a.pruned), dict(a.pruned)
 
 
 def test_an_empty_answer_says_why_instead_of_promising_the_closest_row():
@@ -79,7 +107,8 @@ def test_an_empty_answer_says_why_instead_of_promising_the_closest_row():
 
     a = plan(Question(model="deepseek-v3", hardware="h100-sxm", gpus=8, verify_top=0), workers=1)
     assert not a.recommendations
-    assert not any("closest" in n for n in a.notes) and any("weights do not fit" in n for n in a.notes), a.notes
+    assert not any("closest" in n for n in a.notes), a.notes
+    assert any("weights do not fit" in n for n in a.notes), a.notes
 
 
 def test_a_recommendation_the_simulator_cannot_build_stays_an_estimate_and_the_plan_answers():
@@ -90,3 +119,13 @@ def test_a_recommendation_the_simulator_cannot_build_stays_an_estimate_and_the_p
     data = json.loads(out.output)
     assert data["recommendations"]
     assert any(n.startswith("not simulated, 1x agg TP8 EP8") and "does not fit" in n for n in data["notes"])
+
+
+def test_an_answer_with_scored_candidates_but_none_serving_says_so():
+    from planner.inputs.question import Question
+    from planner.search.plan import plan
+
+    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, rate=100000, verify_top=0), workers=1)
+    assert a.scored
+    assert not a.recommendations
+    assert any("none has an operating point that serves this traffic" in n for n in a.notes), a.notes
