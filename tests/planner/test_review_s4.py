@@ -129,3 +129,18 @@ def test_an_answer_with_scored_candidates_but_none_serving_says_so():
     assert a.scored
     assert not a.recommendations
     assert any("none has an operating point that serves this traffic" in n for n in a.notes), a.notes
+
+
+def test_a_one_token_answer_is_not_held_to_a_tpot_target():
+    """`plan --osl 1`: every simulated row 'misses (simulate)' with 'TPOT-100% (binds: TPOT)', since a
+    one-token answer has no TPOT (the simulator reports none), while estimates priced a decode TPOT."""
+    from planner.inputs.question import SLO, Question
+    from planner.search.plan import plan
+
+    q = Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=2, osl=1, slo=SLO(ttft_p90_ms=2000, tpot_p90_ms=50))
+    a = plan(q, workers=1)
+    assert a.recommendations
+    top = a.recommendations[0]
+    assert top.simulated is not None
+    assert top.meets, top.slack
+    assert all(not k.startswith("tpot") for r in a.recommendations for k in r.slack)
