@@ -144,3 +144,24 @@ def test_a_one_token_answer_is_not_held_to_a_tpot_target():
     assert top.simulated is not None
     assert top.meets, top.slack
     assert all(not k.startswith("tpot") for r in a.recommendations for k in r.slack)
+
+
+def _levers(example: str) -> dict[str, dict]:
+    out = runner.invoke(app, ["explain", str(EXAMPLES / example), "--json"])
+    assert out.exit_code == 0, out.output
+    return {lv["change"]: lv for lv in json.loads(out.output)["levers"]}
+
+
+def test_explain_levers_of_a_rate_scenario_are_priced_at_the_same_concurrency():
+    """At a stated request rate every lever served the same rate: 'nvfp4 experts' on the Qwen3-235B
+    example read +0% (gain 1e-9) while its TPOT fell 21.3 -> 17.4 ms."""
+    lv = _levers("qwen3-235b-daily-ramp.yaml")["nvfp4 experts"]
+    assert lv["gain"] > 0.05
+
+
+def test_explain_does_not_offer_halving_a_kv_cache_that_is_already_fp8():
+    """The RTX PRO 6000 V4-Flash example (KV cache fp8) offered 'fp8 attention and KV cache: halves KV
+    bytes, doubles KV capacity' at +0%."""
+    levers = _levers("dsv4flash-rtxpro-decode-c16.yaml")
+    assert "fp8 attention and KV cache" not in levers
+    assert "fp8 attention (KV cache already fp8)" in levers
