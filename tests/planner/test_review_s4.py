@@ -165,3 +165,30 @@ def test_explain_does_not_offer_halving_a_kv_cache_that_is_already_fp8():
     levers = _levers("dsv4flash-rtxpro-decode-c16.yaml")
     assert "fp8 attention and KV cache" not in levers
     assert "fp8 attention (KV cache already fp8)" in levers
+
+
+def test_an_output_path_that_cannot_be_written_is_one_line_before_the_run(tmp_path):
+    """`simulate --records /nonexistent/dir/r.csv` and `plan --chart /nonexistent/c.html` ran the whole
+    simulation or plan, then ended in a FileNotFoundError traceback (exit 1)."""
+    example = str(EXAMPLES / "llama-8b-bursty.yaml")
+    for args in (
+        ["simulate", example, "--records", str(tmp_path / "no" / "r.csv")],
+        ["simulate", example, "--timeseries", str(tmp_path)],
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "1",
+            "--chart",
+            str(tmp_path / "no/c.html"),
+        ],
+        ["compare", "--chart", str(tmp_path / "no" / "c.html")],
+    ):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 2, (args, out.output)
+        assert "Traceback" not in out.output
+        assert out.output.strip().startswith("error: --")
+    assert list(tmp_path.iterdir()) == []
