@@ -192,3 +192,11 @@ def test_an_output_path_that_cannot_be_written_is_one_line_before_the_run(tmp_pa
         assert "Traceback" not in out.output
         assert out.output.strip().startswith("error: --")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_says_which_tpot_its_tokens_per_user_divide():
+    """The plan row of the default #1 read tok/s/user 22.8 (1000 / p90 TPOT 43.86 ms); `planner simulate`
+    of the same exported scenario read output_tok_s_per_user 24.39 (1000 / mean TPOT 41.0 ms), unlabelled."""
+    out = runner.invoke(app, ["simulate", str(EXAMPLES / "llama-8b-bursty.yaml")], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "output_tok_s_per_user (1000 / mean TPOT)" in out.output
