@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -200,3 +201,18 @@ def test_simulate_says_which_tpot_its_tokens_per_user_divide():
     out = runner.invoke(app, ["simulate", str(EXAMPLES / "llama-8b-bursty.yaml")], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "output_tok_s_per_user (1000 / mean TPOT)" in out.output
+
+
+def test_a_nan_in_one_anchor_is_an_error_row_of_that_anchor_not_of_the_file(tmp_path):
+    """One anchor with `value: .nan` rejected the whole file (exit 2, no rows), against the module's
+    promise that a NaN is a row of its anchor."""
+    from planner.search.validate import validate_file
+
+    good = _anchor("decode", "decode", "tpot_ms")
+    bad = {**good, "id": "nan-value", "value": float("nan")}
+    path = tmp_path / "anchors.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "anchors": [good, bad]}))
+    results, summary = validate_file(path)
+    assert [r.error is None for r in results] == [True, False]
+    assert results[1].error == "anchor nan-value: value: must be a finite number (got nan)"
+    assert summary["predicted"] == 1
