@@ -61,8 +61,20 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
             # user text (names, paths, values) is never read as rich markup, and never wrapped
             err.print(Text.assemble(("error:", "red"), " ", one_line(str(exc), 2000)), soft_wrap=True)
             raise typer.Exit(2) from None
+        except OSError as exc:  # an output file that cannot be written (the .part file is left out)
+            what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+            err.print(Text.assemble(("error:", "red"), " ", one_line(what, 2000)), soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return run
+
+
+def _writable(flag: str, path: Path | None) -> None:
+    """An output path's folder exists, checked before the run rather than after minutes of work."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise PlannerError(f"{flag}: folder {str(path.parent)!r} does not exist")
+    if path is not None and path.is_dir():
+        raise PlannerError(f"{flag}: {str(path)!r} is a folder; give a file name")
 
 
 @app.command()
@@ -155,6 +167,8 @@ def simulate(
     seed: Annotated[int | None, typer.Option(help="random seed (overrides the file)")] = None,
 ) -> None:
     """Discrete-event simulation: percentiles, throughput, KV use, goodput, preemptions."""
+    _writable("--records", records)
+    _writable("--timeseries", timeseries)
     s = load_scenario(scenario)
     res = resolve_any(s, scenario.parent)
     cfg = s.simulation or SimConfig()
@@ -280,6 +294,7 @@ def plan(
         "checkpoint": checkpoint,
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
+    _writable("--chart", chart)
     sim = None
     if workload is not None:
         data = load_yaml(workload)
@@ -312,6 +327,7 @@ def compare(
     from planner.search.compare import compare as run_compare  # noqa: PLC0415
     from planner.search.compare import compare_dict, compare_figure, parse_prices, print_compare  # noqa: PLC0415
 
+    _writable("--chart", chart)
     if engine not in ("sglang", "trtllm", "vllm", "other"):
         raise PlannerError(f"--engine: unknown {engine!r}; allowed: sglang, trtllm, vllm, other")
     if min(isl, osl) <= 0:

@@ -7,18 +7,14 @@ a figure the table shows. This module does not plan, simulate or draw.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from planner.inputs.question import Question
+from planner.model import context
 from planner.report.plan_report import SLO_NAMES, record, table_rows
 from planner.search.plan import Answer
 from roofline.catalog import get_model
-
-ROOT = Path(__file__).resolve().parents[2]
-REFERENCES = [base / "shared" / "reference" / "hf_configs" for base in (ROOT, ROOT.parent)]
 
 COLUMN_HELP = {
     "#": "rank: simulated deployments that meet the SLO first, then estimates not yet simulated, "
@@ -106,23 +102,8 @@ def badge_markdown(badges: list[tuple[str, bool]]) -> str:
 
 
 def context_problem(q: Question) -> str | None:
-    """A question longer than the model's context window, read from the model's cited HF
-    config.json (`max_position_embeddings`); None when it fits or the config is not on file."""
-    src = get_model(q.model).source
-    if "hf_configs/" not in src:
-        return None
-    name = src.split("hf_configs/")[1].rstrip(")")
-    path = next((d / name for d in REFERENCES if (d / name).exists()), None)
-    if path is None:
-        return None
-    cfg = json.loads(path.read_text())
-    ctx = cfg.get("max_position_embeddings") or (cfg.get("text_config") or {}).get("max_position_embeddings")
-    if not ctx or q.isl + q.osl <= ctx:
-        return None
-    return (
-        f"input + output tokens ({q.isl + q.osl:,}) are longer than {q.model}'s context window "
-        f"({ctx:,} tokens, max_position_embeddings in its config.json): no deployment can serve this request"
-    )
+    """A question longer than the model's context window (`planner.model.context`); None when it fits."""
+    return context.context_problem(q.model, q.isl, q.osl)
 
 
 def empty_reason(a: Answer) -> str | None:

@@ -51,6 +51,12 @@ class Metrics:
     def output_tok_s_per_user(self) -> float:
         return 1.0 / self.tpot_s if self.tpot_s else 0.0
 
+    def models(self, name: str) -> bool:
+        """Whether this phase prices latency `name` (ttft/tpot/e2e): a decode-only phase has no
+        prompt to prefill (no TTFT, no E2E), a prefill-only phase no decode steps (no TPOT, no E2E)."""
+        absent = {"decode": ("ttft", "e2e"), "prefill": ("tpot", "e2e")}.get(self.mode, ())
+        return name not in absent
+
     def latency_ms(self, name: str, stat: str = "p90") -> float | None:
         """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only."""
         if stat == "p90":

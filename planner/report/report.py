@@ -23,9 +23,9 @@ def estimate_dict(e: Metrics) -> dict[str, Any]:
         "gpus": e.gpus,
         "concurrency": round(e.concurrency, 2),
         "decode_batch_per_instance": round(e.decode_batch, 2),
-        "ttft_ms": round(e.ttft_s * 1e3, 3),
-        "tpot_ms": round(e.tpot_s * 1e3, 4),
-        "e2e_ms": round(e.e2e_s * 1e3, 2),
+        "ttft_ms": round(e.ttft_s * 1e3, 3) if e.models("ttft") else None,
+        "tpot_ms": round(e.tpot_s * 1e3, 4) if e.models("tpot") else None,
+        "e2e_ms": round(e.e2e_s * 1e3, 2) if e.models("e2e") else None,
         "input_tok_s": round(e.input_tok_s, 2),
         "output_tok_s": round(e.output_tok_s, 2),
         "input_tok_s_per_gpu": round(e.input_tok_s_per_gpu, 2),
@@ -72,9 +72,9 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         ("GPUs", f"{e.gpus}"),
         ("concurrency", f"{e.concurrency:,.0f}"),
         ("decode batch / instance", f"{e.decode_batch:,.1f}"),
-        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
-        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms"),
-        ("E2E", f"{e.e2e_s * 1e3:,.0f} ms"),
+        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
+        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- (not in a {e.mode} phase)"),
+        ("E2E", f"{e.e2e_s * 1e3:,.0f} ms" if e.models("e2e") else f"- (not in a {e.mode} phase)"),
         ("input tok/s per GPU", f"{e.input_tok_s_per_gpu:,.0f}"),
         ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.0f}"),
         ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}"),
@@ -225,7 +225,9 @@ def print_simulation(con: Console, title: str, m: dict[str, Any]) -> None:
         "wall_time_s",
     ):
         v = m[key]
-        s.add_row(key, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
+        # the plan table's tok/s/user is 1000 / p90 TPOT: say which TPOT this one divides
+        label = "output_tok_s_per_user (1000 / mean TPOT)" if key == "output_tok_s_per_user" else key
+        s.add_row(label, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
     kv = m["kv_utilization"]
     s.add_row("kv_utilization (mean / max)", f"{kv['mean']:.1%} / {kv['max']:.1%}")
     con.print(s)

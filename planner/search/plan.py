@@ -19,14 +19,17 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from planner.inputs.edge import one_line
 from planner.inputs.question import Question
+from planner.model.context import context_problem
 from planner.model.deployment import Deployment
 from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
-from planner.search.space import Candidate, candidates
+from planner.search.space import PRUNE_REASONS, Candidate, candidates
 from planner.search.verify import meets_slo, verify
 from roofline.catalog import get_hardware, get_model
+from roofline.errors import PlannerError
 
 
 @dataclass(slots=True)
@@ -66,6 +69,10 @@ class Answer:
     feasible: bool
     fronts: dict[str, list[tuple[float, float, str]]] = field(default_factory=dict)  # mode -> (user, gpu, label)
     notes: list[str] = field(default_factory=list)
+
+
+# why scoring (pricing the traffic on a candidate that passed the memory check) failed
+SCORE_REASONS = {"InsufficientMemoryError": "no memory left for this traffic's KV and activations"}
 
 
 def objective(q: Question, p: Point, m: Metrics | None = None) -> float:
@@ -123,17 +130,25 @@ MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommend
 SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
 
 
-def _verify(q: Question, recs: list[Recommendation], say: Callable[[str], None]) -> int:
+def _verify(
+    q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
+) -> int:
     """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
     simulation budget is spent: first each one's best point, then, for those whose p90s missed,
-    lower operating points (a smaller batch) of the same deployment."""
+    lower operating points (a smaller batch) of the same deployment. A point the simulator cannot
+    build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and `failed` says why."""
     simulated = 0
     start = time.process_time()
 
     def run(r: Recommendation, p: Point) -> None:
         nonlocal simulated
         say(f"simulating {p.deployment.describe()} at batch {p.batch}")
-        m = verify(q, p)
+        try:
+            m = verify(q, p)
+        except PlannerError as exc:
+            if failed is not None:
+                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(exc), 300)}")
+            return
         simulated += 1
         ok, slack = meets_slo(q, m)
         if r.simulated is None or ok or not r.meets:
@@ -170,27 +185,39 @@ def plan(
 ) -> Answer:
     say = progress or (lambda _msg: None)
     m, hw = get_model(q.model), get_hardware(q.hardware)
+    problem = context_problem(q.model, q.isl, q.osl)
+    if problem:
+        raise PlannerError(problem)
     cands, pruned = candidates(q, m, hw)
     say(f"scoring {len(cands)} candidates")
     all_scored = _score_parallel(q, cands, workers or os.cpu_count() or 1, ray_address)
     for s in all_scored:
         if s.error:
-            pruned[s.error.split(":")[0]] += 1
+            kind = s.error.split(":")[0]  # scoring failed: the traffic, not only the weights, is priced
+            pruned[SCORE_REASONS.get(kind, PRUNE_REASONS.get(kind, kind))] += 1
     scored = [s for s in all_scored if not s.error]
     fronts = _fronts(q, scored)
     ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
     if not ranked:
         closest = _closest(q, scored)
         note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
+        if closest is None:  # nothing to show: say why rather than promise a row
+            why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
+            served = "none has an operating point that serves this traffic; " if scored else ""
+            note = (
+                f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
+                f"{len(scored)} scored, {served}pruned: {why}"
+            )
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
         if (best := s.best) is not None
     ]
-    simulated = _verify(q, recs, say) if q.verify_top else 0
+    failed: list[str] = []
+    simulated = _verify(q, recs, say, failed) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
-    notes: list[str] = []
+    notes: list[str] = failed
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
     if q.verify_top == 0:
         notes.append("not simulated (verify_top: 0): figures are estimates")

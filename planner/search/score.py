@@ -69,7 +69,8 @@ class Scored:
 
 def slack(q: Question, m: Metrics) -> dict[str, float]:
     got = {"ttft_p90_ms": m.ttft_s * 1e3, "tpot_p90_ms": m.tpot_s * 1e3, "e2e_p90_ms": m.e2e_s * 1e3}
-    return {k: v / got[k] if got[k] > 0 else math.inf for k, v in q.slo.targets().items()}
+    targets = {k: v for k, v in q.slo.targets().items() if not (k.startswith("tpot") and q.osl <= 1)}
+    return {k: v / got[k] if got[k] > 0 else math.inf for k, v in targets.items()}  # no TPOT in 1-token answers
 
 
 def _counts(q: Question, c: Candidate, unit: Deployment, b: int, tpot_s: float) -> tuple[int, int] | None:

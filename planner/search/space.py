@@ -220,9 +220,15 @@ def _reason(exc: Exception) -> str:
     """A pruning reason: the error's kind (memory, layout), not its numbers."""
     if isinstance(exc, ValidationError):
         return "layout does not fit the model"
-    return {"InsufficientMemoryError": "weights do not fit", "KVCacheCapacityError": "KV pool holds no sequence"}.get(
-        type(exc).__name__, type(exc).__name__
-    )
+    return PRUNE_REASONS.get(type(exc).__name__, type(exc).__name__)
+
+
+# error kinds as the pruning counts name them (the plan's summary line and the dashboard)
+PRUNE_REASONS = {
+    "InsufficientMemoryError": "weights do not fit",
+    "KVCacheCapacityError": "KV pool holds no sequence",
+    "ValidationError": "layout does not fit the model",
+}
 
 
 def _enumerate(

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from planner.inputs.benchmarks import PRESETS, client_config, client_for
-from planner.inputs.edge import format_validation_error, one_line
+from planner.inputs.edge import check_tree, format_validation_error, one_line
 from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, load_yaml, parse_as
 from planner.model.defaults import Resolved
 from planner.model.estimator import estimate, max_batch, max_users_at_slo
@@ -78,7 +78,16 @@ class AnchorResult:
     tolerance: float = 0.15
 
 
+# what a one-phase estimate does not price: the metric would read 0 (a -100% error), not a prediction
+PHASE_ABSENT = {
+    "decode": {"ttft_ms", "e2e_ms", "input_tok_s_per_gpu"},
+    "prefill": {"tpot_ms", "e2e_ms", "output_tok_s", "output_tok_s_per_gpu", "output_tok_s_per_user"},
+}
+
+
 def metric_value(metric: str, est: Metrics) -> float:
+    if metric in PHASE_ABSENT.get(est.mode, ()):
+        raise PlannerError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
     step = est.decode_step
     values: dict[str, Any] = {
         "input_tok_s_per_gpu": est.input_tok_s_per_gpu,
@@ -112,6 +121,7 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     published = _number(d.get("value"))
     tol = _number(d.get("tolerance")) or 0.15
     try:
+        check_tree(raw, f"anchor {aid}")
         a, notes = _benchmark_reading(parse_as(Anchor, raw, f"anchor {aid}", "anchor"))
         predicted, method, assumed = _predict(a, base_dir)
     except ValidationError as exc:  # a derived setting (e.g. the MTP config) that does not validate
@@ -268,7 +278,7 @@ def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, li
 
 def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:
     p = Path(path)
-    data = load_yaml(p)
+    data = load_yaml(p, finite=False)  # a NaN or infinity is an error row of its anchor, not of the file
     if not isinstance(data, dict) or "anchors" not in data:
         raise ScenarioError(f"{p}: expected `version: 1` and an `anchors:` list")
     if data.get("version") != 1:
