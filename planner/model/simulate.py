@@ -12,7 +12,10 @@ throughput and mean TPOT over the two halves of the measured window must agree w
 `CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
 offered load); if they do not and the request count was not fixed (by the user or a trace), the
 run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
-`converged: false` with a warning. It does not choose traffic: the scenario or question states it.
+`converged: false` with a warning. It does not choose traffic: the scenario or question states it;
+the summary's `traffic` says what ran (a trace or arrival process replays its own rate, which the
+steady-state estimate, priced at `workload.request_rate`, does not: `traffic_note` says so when they
+differ by more than `RATE_MISMATCH`).
 """
 
 from __future__ import annotations
@@ -166,12 +169,43 @@ def run_simulation(
     summary["requests"] = cfg.requests
     summary["converged"] = ok
     summary["halves_gap"] = round(gap, 4)
+    summary["traffic"], note = traffic_summary(res, result, cfg)
+    if note:
+        summary["traffic_note"] = note
     if not ok:
         summary["warning"] = (
             f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window: the run has not "
             f"reached a steady state; use more requests (--requests) for steady-state figures"
         )
     return result, summary
+
+
+RATE_MISMATCH = 0.10
+
+
+def traffic_summary(res: Resolved, result: SimResult, cfg: SimConfig) -> tuple[str, str | None]:
+    """(what traffic the run simulated, a note when it is not the rate the estimate prices)."""
+    t = result.table
+    arrived = np.sort(t.arrival[~np.isnan(t.arrival)])
+    lengths = f"mean isl {float(np.mean(t.isl)):,.0f} / osl {float(np.mean(t.osl)):,.0f}"
+    if cfg.trace is None and cfg.arrival is None:
+        if res.request_rate is not None:
+            return f"Poisson arrivals at {res.request_rate:,.4g} req/s, {lengths}", None
+        return f"closed loop of {res.concurrency or 0:,.0f} requests in flight, {lengths}", None
+    span = float(arrived[-1] - arrived[0]) if len(arrived) > 1 else 0.0
+    rate = (len(arrived) - 1) / span if span > 0 else float("nan")
+    if cfg.trace is not None:
+        kind = f"trace replay (time_scale {cfg.trace.time_scale:g})"
+    else:
+        kind = f"{cfg.arrival.kind} arrivals" if cfg.arrival is not None else "arrivals"
+    desc = f"{kind}: {len(arrived):,} requests at a mean {rate:,.4g} req/s, {lengths}"
+    stated = res.request_rate
+    if stated and np.isfinite(rate) and abs(rate - stated) > RATE_MISMATCH * stated:
+        return desc, (
+            f"the steady-state estimate (planner estimate / explain) prices workload.request_rate {stated:,.4g} req/s; "
+            f"this run's arrivals average {rate:,.4g} req/s"
+        )
+    return desc, None
 
 
 def simulated_metrics(res: Resolved, summary: dict[str, Any]) -> Metrics:

@@ -1,0 +1,32 @@
+"""`planner simulate` says what traffic it ran, and when a trace or arrival process does not run the
+rate the steady-state estimate prices (examples/deepseek-v3-h200-trace-replay.yaml: the estimate
+priced workload.request_rate 25 req/s while the trace replayed ~119 req/s, and nothing said so)."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_trace_replay_names_its_rate_and_the_estimates():
+    out = CliRunner().invoke(
+        app, ["simulate", str(EXAMPLES / "deepseek-v3-h200-trace-replay.yaml"), "--requests", "600"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "traffic: trace replay (time_scale 25)" in out.output
+    assert "prices workload.request_rate 25 req/s" in out.output
+
+
+def test_poisson_traffic_has_no_mismatch_note(tmp_path):
+    text = (EXAMPLES / "qwen3-235b-daily-ramp.yaml").read_text().split("simulation:")[0]
+    p = tmp_path / "s.yaml"
+    p.write_text(text + "simulation: {requests: 600}\n")
+    out = CliRunner().invoke(app, ["simulate", str(p), "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output)
+    assert summary["traffic"].startswith("Poisson arrivals at 5 req/s")
+    assert "traffic_note" not in summary
