@@ -12,6 +12,7 @@ Communication and pricing live in `roofline.step`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -90,6 +91,7 @@ def expected_imbalance(inst: InstanceSpec, pairs_per_rank: float) -> float:
     return 1.15 * (1 + spread)
 
 
+@functools.lru_cache(maxsize=65536)  # on the simulator's step path; a pure function of its arguments
 def busiest_rank_experts(local: float, p_touch: float, ranks: int) -> float:
     """Expected distinct experts touched on the busiest of `ranks` EP ranks in one layer.
 

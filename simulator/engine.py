@@ -24,7 +24,7 @@ import simpy
 from roofline.comm import kv_transfer_time
 from roofline.deployment import InstanceSpec
 from roofline.errors import PlannerError
-from roofline.memory import plan_memory
+from roofline.memory import MemoryPlan, plan_memory
 from simulator.config import SimConfig
 from simulator.instances import AggregatedInstance, DecodeInstance, Instance, PrefillInstance
 from simulator.mtp import DraftSampler
@@ -44,6 +44,11 @@ class PoolDef:
     instances: int
     inst: InstanceSpec
     budget_tokens: int  # prefill tokens per step for the whole instance
+
+    def memory_plan(self) -> MemoryPlan:
+        """The memory plan each instance of this pool runs with: KV for two steps' prompt tokens per
+        attention-DP rank must fit beside the weights and activations."""
+        return plan_memory(self.inst, kv_needed_tokens=2 * self.budget_tokens / self.inst.parallel.dp_attention)
 
 
 @dataclass(slots=True)
@@ -90,7 +95,7 @@ class Context:
 
     def _build_pool(self, p_idx: int, p: PoolDef, same_domain: bool) -> None:
         cls = {"prefill": PrefillInstance, "decode": DecodeInstance, "aggregated": AggregatedInstance}[p.role]
-        plan = plan_memory(p.inst, kv_needed_tokens=2 * p.budget_tokens / p.inst.parallel.dp_attention)
+        plan = p.memory_plan()
         dp = p.inst.parallel.dp_attention
         capacity = plan.kv_pool_bytes / plan.kv_bytes_per_token * dp if plan.kv_bytes_per_token else math.inf
         window = plan.window_bytes_per_seq / plan.kv_bytes_per_token if plan.kv_bytes_per_token else 0.0

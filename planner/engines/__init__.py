@@ -118,6 +118,10 @@ class MemReserve(_Strict):
     floor_above_mb: float
     post_capture_reserve_mb: float
 
+    def _slack_mb(self, parallel: Parallelism) -> float:
+        """Per-rank slack that grows with the ranks of one model copy (NCCL and friends)."""
+        return parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
+
     def _graph_mb(self, mem_mib: float, role: str, parallel: Parallelism) -> float:
         """Decode CUDA graphs (a prefill-only server captures none)."""
         large = mem_mib >= self.large_gpu_mb
@@ -129,7 +133,7 @@ class MemReserve(_Strict):
         SGLang's defaults for the chunk (per instance) and the decode graph batch limit."""
         chunk = self.chunk_tokens_large if mem_mib >= self.large_gpu_mb else self.chunk_tokens
         mb = self.base_mb + self.mb_per_chunk_token * max(chunk, self.min_chunk_tokens)
-        mb += parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
+        mb += self._slack_mb(parallel)
         mb += self._graph_mb(mem_mib, role, parallel)
         if mem_mib > self.floor_above_mb:
             mb = max(mb, self.floor_mb)
@@ -138,9 +142,8 @@ class MemReserve(_Strict):
     def outside_mb(self, mem_mib: float, role: str, parallel: Parallelism, activation_mb: float) -> dict[str, float]:
         """What the engine needs outside its static pool at the least, in MiB, by part: its own
         reserve with the parallel slack (post-capture sizing), decode CUDA graphs, activations."""
-        slack = parallel.tp * parallel.pp / 8 * self.mb_per_8_ranks
         return {
-            "engine reserve and NCCL": self.post_capture_reserve_mb + slack,
+            "engine reserve and NCCL": self.post_capture_reserve_mb + self._slack_mb(parallel),
             "decode CUDA graphs": self._graph_mb(mem_mib, role, parallel),
             "activations": activation_mb,
         }

@@ -24,7 +24,7 @@ from planner.model.deployment import Pool
 from planner.model.estimator import estimate
 from planner.model.simulate import pool_defs
 from roofline.errors import InsufficientMemoryError, PlannerError
-from roofline.memory import activation_bytes, plan_memory, weight_bytes
+from roofline.memory import activation_bytes, weight_bytes
 
 MIB = 2**20
 DEFAULT_STEP_TOKENS = 8192  # the step `roofline.memory.plan_memory` checks activations at
@@ -51,7 +51,7 @@ def _fits(res: Resolved) -> InsufficientMemoryError | None:
     try:
         estimate(res)
         for d in pool_defs(res):  # the KV each simulated instance must hold (simulator.engine)
-            plan_memory(d.inst, kv_needed_tokens=2 * d.budget_tokens / d.inst.parallel.dp_attention)
+            d.memory_plan()
     except InsufficientMemoryError as exc:
         return exc
     except PlannerError:
