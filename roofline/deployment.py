@@ -70,6 +70,9 @@ class RuntimeOptions(StrictModel):
     mem_fraction: float = Field(default=0.85, gt=0, le=1)
     offload: bool | None = None  # None: offload weights to host only when needed and C2C exists
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
+    # The serving engine's own kernel on this architecture where it differs from the architecture's
+    # default: `family:format` or `family` -> path (planner/engines profiles, each sourced).
+    engine_kernels: dict[str, str] = Field(default_factory=dict)
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
     # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
     # layers and full layers). "window": sliding layers keep only their window, the rest holds full

@@ -7,8 +7,10 @@ without tensor cores (the sm_120 fallbacks of seed 003). `tile_m` pads grouped-G
 MMA tile. `weight_reuse=False` marks slot-GEMV kernels that re-read an expert's weights for
 every token routed to it.
 
-Selection is a registry keyed by (architecture, op family, weight format); `overrides` (op family
--> path name) lets a what-if swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. This
+Selection is a registry keyed by (architecture, op family, weight format); an engine's own choice on
+an architecture (`engine`: `family:format` -> path, from planner/engines, e.g. SGLang's MXFP4
+slot-GEMV on sm_120) comes before it, and `overrides` (op family -> path name) before both, so a
+what-if can swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. This
 module knows no model and no batch; `roofline.step` prices ops with it.
 """
 
@@ -268,7 +270,6 @@ _DEFAULTS: dict[tuple[str, str, str], str] = {
     ("sm_120", "gemm", "bf16"): "cublas-bf16-sm120",
     ("sm_120", "gemm", "nvfp4"): "cutlass-fp4-sm120",
     ("sm_120", "gemm", "*"): "triton-block-fp8-sm120",
-    ("sm_120", "moe_gemv", "mxfp4"): "triton-mxfp4-slot-gemv-sm120",
     ("sm_120", "moe_gemm", "mxfp4"): "marlin-w4a16-sm120",
     ("sm_120", "moe_gemm", "nvfp4"): "cutlass-fp4-grouped-sm120",
     ("sm_120", "moe_gemm", "w4a16"): "cutlass-fp4-grouped-sm120",
@@ -290,20 +291,35 @@ TENSOR_CORE_ALTERNATIVE: dict[str, str] = {
 }
 
 
-def select(arch: str, family: str, fmt: str = "*", overrides: dict[str, str] | None = None) -> KernelPath:
-    """The kernel path for an op; `overrides` maps op family -> path name."""
-    key = family if overrides and family in overrides else _FALLBACK_FAMILY.get(family, family)
-    if overrides and key in overrides:
-        name = overrides[key]
-        if name not in KERNELS:
-            raise MissingKernelDataError(f"kernel override {family}={name!r} is unknown; known: {', '.join(KERNELS)}")
-        return KERNELS[name]
+def _named(name: str, what: str) -> KernelPath:
+    if name not in KERNELS:
+        raise MissingKernelDataError(f"{what}={name!r} is unknown; known: {', '.join(KERNELS)}")
+    return KERNELS[name]
+
+
+def select(
+    arch: str,
+    family: str,
+    fmt: str = "*",
+    overrides: dict[str, str] | None = None,
+    engine: dict[str, str] | None = None,
+) -> KernelPath:
+    """The kernel path for an op. `overrides` (a scenario's or a what-if's) maps an op family to a
+    path name and wins; `engine` maps `family:format` or `family` to the path the serving engine
+    runs on this architecture (planner/engines profiles, sourced); then the architecture's default."""
+    fallback = _FALLBACK_FAMILY.get(family)
+    for fam_key in (family, fallback):
+        if overrides and fam_key in overrides:
+            return _named(overrides[fam_key], f"kernel override {family}")
+    for key in (f"{family}:{fmt}", family):
+        if engine and key in engine:
+            return _named(engine[key], f"engine kernel {key}")
     fam = ARCH_FAMILY.get(arch)
     if fam is None:
         raise MissingKernelDataError(f"no kernel data for architecture {arch!r}")
     default: str | None = _DEFAULTS.get((fam, family, fmt)) or _DEFAULTS.get((fam, family, "*"))
-    if default is None and family in _FALLBACK_FAMILY:
-        return select(arch, _FALLBACK_FAMILY[family], fmt, overrides)
+    if default is None and fallback is not None:
+        return select(arch, fallback, fmt, overrides, engine)
     if default is None:
         raise MissingKernelDataError(f"no kernel path for {family} ({fmt}) on {arch}")
     return KERNELS[default]

@@ -156,7 +156,8 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     ep_params = expert_params(m) / p.moe_tp
     wb = BYTES_PER_PARAM[prec.moe]
     family = "moe_gemv" if not b.prefill_tokens else "moe_gemm"  # decode-only steps may use GEMV kernels
-    path = select(inst.hardware.arch, family, prec.moe, inst.runtime.kernel_overrides)
+    rt = inst.runtime
+    path = select(inst.hardware.arch, family, prec.moe, rt.kernel_overrides, rt.engine_kernels)
     weights = (pairs_max if not path.weight_reuse else max(touched, 1.0)) * ep_params * wb
     ops.append(
         Op(

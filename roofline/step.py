@@ -63,7 +63,9 @@ class StepCost:
 
 def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
     """Price from a measured efficiency table (roofline.calibrated), where one applies."""
-    if op.family in inst.runtime.kernel_overrides or (not op.flops and not op.bytes):
+    rt = inst.runtime
+    engine_path = any(k.split(":")[0] == op.family for k in rt.engine_kernels)
+    if op.family in rt.kernel_overrides or engine_path or (not op.flops and not op.bytes):
         return None
     hit = lookup(inst.hardware, op.family, op.fmt)
     if hit is None:
@@ -84,7 +86,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if calibrated is not None:
         return calibrated
     hw = inst.hardware
-    path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides)
+    path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides, inst.runtime.engine_kernels)
     peak = peak_flops(hw, op.rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops
     if path.tile_m and op.rows_per_group > 0:

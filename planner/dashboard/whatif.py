@@ -118,10 +118,10 @@ def tensor_core_overrides(scn: dict[str, Any]) -> dict[str, str]:
             {**scn, "runtime": {k: v for k, v in (scn.get("runtime") or {}).items() if k != "kernel_overrides"}}
         )
     )
-    hw, moe = res.hardware, res.deployment.pools[0].instance.precision.moe
+    hw, inst = res.hardware, res.deployment.pools[0].instance
     out = {}
-    for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", moe)):
-        name = select(hw.arch, family, fmt).name
+    for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", inst.precision.moe)):
+        name = select(hw.arch, family, fmt, engine=inst.runtime.engine_kernels).name
         if name in TENSOR_CORE_ALTERNATIVE:
             out[family] = TENSOR_CORE_ALTERNATIVE[name]
     return out

@@ -154,7 +154,13 @@ class SReserve(_Strict):
     source: str
 
 
+class SKernels(_Strict):
+    value: dict[str, str]  # `family:format` or `family` -> roofline.kernels path name
+    source: str
+
+
 class ArchOverride(_Strict):
+    kernels: SKernels | None = None
     cuda_graphs: SBool | None = None
     pdl: SBool | None = None
     mem_fraction: SFloat | None = None
@@ -181,6 +187,7 @@ class EngineProfile(_Strict):
     backends: Backends | None = None  # None: one runtime; else host time per runtime (overrides the above)
     kv_window_shares: SWindowShares | None = None  # None: sliding layers keep only their window
     mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
+    kernels: SKernels | None = None  # None: the architecture's default kernels (set per arch below)
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
@@ -258,6 +265,7 @@ def runtime_options(
         **_backend(p, engine, stated.pop("backend", None), say),
         kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
+        engine_kernels=dict(p.kernels.value) if p.kernels else {},
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)

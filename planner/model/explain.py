@@ -76,7 +76,7 @@ def candidate_levers(
     hw, m, prec, rt = res.hardware, res.model, main.precision, main.runtime
     out: dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]] = {}
     fallbacks = {
-        f: select(hw.arch, f, fmt, rt.kernel_overrides).name
+        f: select(hw.arch, f, fmt, rt.kernel_overrides, rt.engine_kernels).name
         for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))
     }
     tc = {f: TENSOR_CORE_ALTERNATIVE[n] for f, n in fallbacks.items() if n in TENSOR_CORE_ALTERNATIVE}

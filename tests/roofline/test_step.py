@@ -93,9 +93,10 @@ def test_mtp_verifies_drafts_and_runs_the_draft_layer():
 
 
 def test_sm120_decode_uses_cuda_core_fallbacks_and_prefill_does_not():
+    sglang = {"moe_gemv:mxfp4": "triton-mxfp4-slot-gemv-sm120"}  # planner/engines/sglang.yaml, sm_120
     assert not select("sm_120", "sparse_attn").tensor_cores
-    assert not select("sm_120", "moe_gemv", "mxfp4").tensor_cores
-    assert select("sm_120", "moe_gemm", "mxfp4").tensor_cores
+    assert not select("sm_120", "moe_gemv", "mxfp4", engine=sglang).tensor_cores
+    assert select("sm_120", "moe_gemm", "mxfp4", engine=sglang).tensor_cores
     assert select("sm_120", "moe_gemv", "nvfp4").tensor_cores
     assert select("sm_90", "moe_gemv", "fp8") == select("sm_90", "moe_gemm", "fp8")
 
@@ -134,3 +135,12 @@ def test_wide_ep_beyond_the_nvlink_domain_pays_rdma():
     nvl = make_instance("deepseek-v3", "gb200-nvl72", gpus=72, tp=1, dp=72, ep=72)
     comm = lambda c: c.by_category()["ep_comm"] + c.hidden_comm_s  # noqa: E731
     assert comm(step_cost(h100, b)) > 5 * comm(step_cost(nvl, b))
+
+
+def test_engine_kernels_come_between_overrides_and_the_architecture_default():
+    trtllm = {"moe_gemm:mxfp4": "cutlass-fp4-grouped-sm120"}  # planner/engines/trtllm.yaml, sm_120
+    assert select("sm_120", "moe_gemv", "mxfp4").name == "marlin-w4a16-sm120"  # vLLM #30135: Marlin
+    assert select("sm_120", "moe_gemv", "mxfp4", engine=trtllm).name == "cutlass-fp4-grouped-sm120"
+    assert select("sm_120", "moe_gemm", "fp8", engine=trtllm).name == "triton-fused-moe-sm120"  # format-keyed
+    what_if = {"moe_gemm": "triton-fused-moe-sm120"}
+    assert select("sm_120", "moe_gemv", "mxfp4", what_if, trtllm).name == "triton-fused-moe-sm120"
