@@ -12,6 +12,7 @@ so that the kernels take those shares. `python -m calibration.seed003` prints th
 
 from __future__ import annotations
 
+from planner.engines import runtime_options
 from roofline.attention_ops import attention_ops
 from roofline.batch import StepBatch
 from roofline.catalog import get_hardware, get_model
@@ -28,12 +29,15 @@ KV_LEN = 1024 + 1024 / 2  # the planner's default workload (isl 1024, osl 1024) 
 
 
 def seed003_instance() -> InstanceSpec:
+    """The profiled deployment, with SGLang's sm_120 kernels (the MXFP4 slot-GEMV) and no CUDA graphs."""
+    hw, parallel = get_hardware("rtx-pro-6000"), Parallelism(gpus=4, tp=4)
+    sglang = runtime_options("sglang", "decode", parallel, hw)
     return InstanceSpec(
         model=get_model("deepseek-v4-flash"),
-        hardware=get_hardware("rtx-pro-6000"),
-        parallel=Parallelism(gpus=4, tp=4),
+        hardware=hw,
+        parallel=parallel,
         precision=PrecisionMix(attention="bf16", kv_cache="fp8", dense="fp8", moe="mxfp4"),
-        runtime=RuntimeOptions(cuda_graphs=False),
+        runtime=RuntimeOptions(cuda_graphs=False, engine_kernels=sglang.engine_kernels),
     )
 
 

@@ -39,6 +39,16 @@ ALLREDUCE_NVLINK = {
     "sm_90": LinkPrior(0.73, 8e-6, "NVIDIA/nccl #1374/#1221: H100 all-reduce busbw 330 GB/s, NVLS off"),
     "sm_100": LinkPrior(0.85, 8e-6, "coreweave/nccl-tests PR #43: GB200 NVL72 busbw 835-847 GB/s"),
 }
+# The serving engines' own one-shot/two-shot all-reduce over NVLink peer buffers, used for TP
+# messages up to the engine's limit (RuntimeOptions.custom_allreduce_max_bytes): latency and an
+# efficiency on the ring's wire bytes, fitted to SGLang PR #2904's H100 table of its custom
+# all-reduce (TP 2/4/8, 512 B-1 MB, 18 points: median |error| 12%, worst 32%).
+CUSTOM_ALLREDUCE = LinkPrior(
+    0.126,
+    4.3e-6,
+    "SGLang PR #2904 H100 custom all-reduce table (TP 2/4/8, 512 B-1 MB): 4.3 us + wire / (0.126 x NVLink)",
+)
+CUSTOM_ALLREDUCE_WORLDS = (2, 4, 6, 8)  # vLLM/SGLang CustomAllreduce._SUPPORTED_WORLD_SIZES
 # PCIe Gen5 x16 between RTX PRO 6000s through the host: seed 003 measured communication at ~2%
 # of a decode step; NCCL over PCIe without the LL tuning block.
 PCIE = LinkPrior(
@@ -122,8 +132,12 @@ def alltoall_time(hw: HardwareSpec, ep: int, nv_bytes: float, rdma_bytes: float,
     return launches * A2A_RDMA.latency_s + max(t_rdma, t_nv)
 
 
-def allreduce_time(hw: HardwareSpec, ranks: int, bytes_per_gpu: float, launches: int = 1) -> float:
-    """Ring all-reduce of `bytes_per_gpu` over `ranks` GPUs: 2(n-1)/n of the buffer crosses each link."""
+def allreduce_time(
+    hw: HardwareSpec, ranks: int, bytes_per_gpu: float, launches: int = 1, custom_max_bytes: int = 0
+) -> float:
+    """Ring all-reduce of `bytes_per_gpu` over `ranks` GPUs: 2(n-1)/n of the buffer crosses each link.
+    Within an NVLink domain, messages up to `custom_max_bytes` may take the engine's custom
+    all-reduce (CUSTOM_ALLREDUCE), whichever of the two is faster, as the engines choose by size."""
     if ranks <= 1 or bytes_per_gpu <= 0:
         return 0.0
     wire = 2.0 * (ranks - 1) / ranks * bytes_per_gpu
@@ -132,7 +146,11 @@ def allreduce_time(hw: HardwareSpec, ranks: int, bytes_per_gpu: float, launches:
     if ranks > hw.scaleup.domain_gpus:
         return launches * A2A_RDMA.latency_s + wire / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
     ar = link(hw, "allreduce", ranks, ALLREDUCE_NVLINK[_arch(hw)])
-    return launches * ar.latency_s + wire / (hw.scaleup.bw_gbps_unidir * 1e9 * ar.efficiency)
+    bw = hw.scaleup.bw_gbps_unidir * 1e9
+    nccl = launches * ar.latency_s + wire / (bw * ar.efficiency)
+    if bytes_per_gpu > custom_max_bytes or ranks not in CUSTOM_ALLREDUCE_WORLDS:
+        return nccl
+    return min(nccl, launches * CUSTOM_ALLREDUCE.latency_s + wire / (bw * CUSTOM_ALLREDUCE.efficiency))
 
 
 def kv_transfer_time(src: HardwareSpec, same_domain: bool, kv_bytes: float) -> float:

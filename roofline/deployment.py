@@ -73,6 +73,9 @@ class RuntimeOptions(StrictModel):
     # The serving engine's own kernel on this architecture where it differs from the architecture's
     # default: `family:format` or `family` -> path (planner/engines profiles, each sourced).
     engine_kernels: dict[str, str] = Field(default_factory=dict)
+    # Largest TP all-reduce message (bytes per GPU) the engine sends through its own custom
+    # all-reduce instead of NCCL (roofline.comm.CUSTOM_ALLREDUCE); 0: NCCL only.
+    custom_allreduce_max_bytes: int = Field(default=0, ge=0)
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
     # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
     # layers and full layers). "window": sliding layers keep only their window, the rest holds full

@@ -155,8 +155,8 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
     ops: list[Op] = []
     act = t_dp * m.hidden_size * ACT
     if p.tp > 1:
-        t = allreduce_time(hw, p.tp, act) * m.num_layers * scale
-        t += allreduce_time(hw, p.tp, act) * m.dense_layers * scale
+        custom = inst.runtime.custom_allreduce_max_bytes
+        t = allreduce_time(hw, p.tp, act, custom_max_bytes=custom) * (m.num_layers + m.dense_layers) * scale
         ops.append(Op("tp.allreduce", "tp_comm", "comm", "bf16", bytes=act, comm_s=t))
     if m.moe and b.tokens:
         n_moe = m.moe_layers * scale
@@ -186,7 +186,10 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
                     "comm",
                     "bf16",
                     bytes=act,
-                    comm_s=allreduce_time(hw, stage_gpus, act) * n_moe,
+                    comm_s=allreduce_time(
+                        hw, stage_gpus, act, custom_max_bytes=inst.runtime.custom_allreduce_max_bytes
+                    )
+                    * n_moe,
                 )
             )
     return ops

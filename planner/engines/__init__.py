@@ -188,6 +188,7 @@ class EngineProfile(_Strict):
     kv_window_shares: SWindowShares | None = None  # None: sliding layers keep only their window
     mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
     kernels: SKernels | None = None  # None: the architecture's default kernels (set per arch below)
+    custom_allreduce_max_bytes: SInt | None = None  # None: TP all-reduces go through NCCL
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
@@ -266,6 +267,7 @@ def runtime_options(
         kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
         engine_kernels=dict(p.kernels.value) if p.kernels else {},
+        custom_allreduce_max_bytes=p.custom_allreduce_max_bytes.value if p.custom_allreduce_max_bytes else 0,
     )
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)
