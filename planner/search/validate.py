@@ -28,6 +28,7 @@ from planner.model.defaults import Resolved
 from planner.model.estimator import estimate, max_batch, max_users_at_slo
 from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation
+from planner.search import mtp_choice
 from planner.search.unknowns import resolve_any, search_deployment
 from roofline.errors import PlannerError
 
@@ -122,7 +123,7 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     tol = _number(d.get("tolerance")) or 0.15
     try:
         check_tree(raw, f"anchor {aid}")
-        a, notes = _benchmark_reading(parse_as(Anchor, raw, f"anchor {aid}", "anchor"))
+        a, notes = _benchmark_reading(parse_as(Anchor, raw, f"anchor {aid}", "anchor"), base_dir)
         predicted, method, assumed = _predict(a, base_dir)
     except ValidationError as exc:  # a derived setting (e.g. the MTP config) that does not validate
         return AnchorResult(
@@ -144,26 +145,46 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, [*notes, *assumed], None, a.tolerance)
 
 
-def _benchmark_reading(a: Anchor) -> tuple[Anchor, list[str]]:
+def _benchmark_reading(a: Anchor, base_dir: Path) -> tuple[Anchor, list[str]]:
     """What a published number means when its traffic is not stated (shared/validation/README.md):
     a latency metric is the lowest latency, one request in flight; a throughput metric with
-    neither concurrency nor rate is an offline, saturated run (the estimator's default)."""
+    neither concurrency nor rate is an offline, saturated run (the estimator's default). An unknown
+    MTP on a latency at one request in flight is on (`planner.search.mtp_choice`)."""
     w = a.workload
     stated = isinstance(w.concurrency, int) or w.request_rate is not None
+    notes: list[str] = []
     if a.metric in LATENCY_METRICS and not stated:
         workload = w.model_copy(update={"concurrency": 1, "concurrency_scope": "total"})
-        return a.model_copy(update={"workload": workload}), [
-            "workload.concurrency: 1 (a latency metric with no traffic)"
-        ]
-    return a, []
+        a = a.model_copy(update={"workload": workload})
+        notes.append("workload.concurrency: 1 (a latency metric with no traffic)")
+    a, mtp_notes = mtp_choice.for_latency_at_one(a, a.metric, base_dir)
+    return a, [*notes, *mtp_notes]
 
 
 def _predict(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
     """(predicted value, method, assumed) for one parsed anchor; a non-finite prediction is an error."""
-    value, method, assumed = _predict_any(a, base_dir)
+    value, method, assumed = _predict_mtp(a, base_dir)
     if not math.isfinite(value):
         raise PlannerError(f"anchor {a.id}: the prediction of {a.metric} is not a finite number ({value})")
     return value, method, assumed
+
+
+def _predict_mtp(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
+    """An SLO-bound metric with MTP unknown: the most the slo allows, MTP off or on."""
+    slo_bound = a.metric == "max_users_at_slo" or (a.metric in THROUGHPUT_METRICS and a.slo is not None)
+    tries = mtp_choice.settings(a, base_dir) if slo_bound and a.phase == "end-to-end" else None
+    if not tries:
+        return _predict_any(a, base_dir)
+    outs, errors = [], []
+    for on in tries:
+        try:
+            outs.append(_predict_any(mtp_choice.with_mtp(a, on), base_dir))
+        except PlannerError as exc:
+            errors.append(exc)
+    if not outs:
+        raise errors[0]
+    value, method, assumed = max(outs, key=lambda o: o[0])
+    return value, method, [*assumed, "mtp: searched (unknown; the most meeting the slo, off or on)"]
 
 
 def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:

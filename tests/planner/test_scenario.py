@@ -81,5 +81,5 @@ def test_unknowns_are_filled_and_reported():
     res = resolve(parse_scenario(_with(engine="trtllm", mtp="unknown", workload={"concurrency": 1})))
     assert res.isl == 1024
     assert res.osl == 1024
-    assert any(a.startswith("mtp: 3 draft tokens") for a in res.assumed)
-    assert res.deployment.first("aggregated").instance.mtp is not None
+    assert any(a.startswith("mtp: off (TRT-LLM runs MTP only when") for a in res.assumed)
+    assert res.deployment.first("aggregated").instance.mtp is None

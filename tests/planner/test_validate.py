@@ -123,8 +123,10 @@ def test_max_users_at_an_e2e_slo_is_the_simulated_answer(tmp_path):
     }
     (row,), _ = validate_file(_file(tmp_path, [anchor]))
     assert row.method == "simulate"
+    assert any(n.startswith("mtp: searched") for n in row.assumed)  # the more users of MTP off / on
     users = int(row.predicted)
-    res = resolve_any(Anchor.model_validate(anchor), tmp_path, "max_users_at_slo")
+    chosen = {**anchor, "mtp": {"draft_tokens": 3}}  # on serves more users within 15 s here
+    res = resolve_any(Anchor.model_validate(chosen), tmp_path, "max_users_at_slo")
 
     def e2e(c: int) -> float:
         return simulated_value("e2e_ms", replace(res, concurrency=float(c)), client_for("trtllm", None))
