@@ -7,11 +7,12 @@ import pytest
 
 from planner import engines
 from planner.inputs.benchmarks import PRESETS, client_config, client_for
-from planner.inputs.scenario import parse_scenario
+from planner.inputs.scenario import parse_as, parse_scenario
 from planner.model.defaults import resolve
 from planner.model.estimator import estimate
 from planner.model.simulate import run_simulation
-from planner.search.validate import predict_anchor
+from planner.search.unknowns import resolve_any
+from planner.search.validate import Anchor, predict_anchor
 from simulator import SimConfig
 
 SMALL = {
@@ -130,3 +131,15 @@ def test_a_median_anchor_reads_the_median_request(metric):
     bad = predict_anchor({**anchor, "statistic": "p90"}, None)
     assert bad.predicted is None
     assert "statistic" in (bad.error or "")
+
+
+def test_a_searched_deployment_keeps_the_simulation_section_as_written():
+    """The search re-reads the scenario; a section that sets only lengths must not come back with every
+    field set (requests 2000 and no burst: InferenceX rows at concurrency 16,130 ran 2,000 requests)."""
+    anchor = {**BURST, "id": "x", "phase": "end-to-end", "metric": "ttft_ms", "value": 50.0}
+    anchor["deployment"] = {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": "unknown"}}
+    a = parse_as(Anchor, anchor, "x", "anchor")
+    assert not a.deployment.known
+    res = resolve_any(a, None, a.metric)
+    assert res.simulation is not None
+    assert res.simulation.model_fields_set == {"output_len"}
