@@ -66,6 +66,9 @@ class Anchor(Scenario):
     # 1000 / TPOT of that statistic, as InferenceX's interactivity = 1000 / median TPOT): a simulated
     # prediction reads the same statistic of its requests; the steady-state estimate has only the mean
     statistic: Literal["mean", "median"] = "mean"
+    # what the source picked its (unstated) deployment for, where it says: e.g. InferenceX's 'one row per GPU
+    # showing the highest-throughput configuration' also for the row's TPOT; None: the metric's own goal
+    deployment_chosen_for: Literal["throughput", "latency"] | None = None
 
 
 @dataclass(slots=True)
@@ -177,7 +180,8 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
         _, notes, point = search_deployment(a, a.metric, base_dir)  # the best deployment meeting the slo
         assert point is not None
         return metric_value(a.metric, point.metrics), "estimate", [*notes, "throughput: the highest meeting the slo"]
-    res = resolve_any(a, base_dir, a.metric)
+    goal = {"throughput": "output_tok_s_per_gpu", "latency": "tpot_ms", None: a.metric}[a.deployment_chosen_for]
+    res = resolve_any(a, base_dir, goal)
     if a.metric == "max_users_at_slo" or slo_bound:
         if a.slo is None:
             raise ScenarioError(f"anchor {a.id}: metric max_users_at_slo needs an slo")

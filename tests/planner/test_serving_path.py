@@ -143,3 +143,15 @@ def test_a_searched_deployment_keeps_the_simulation_section_as_written():
     res = resolve_any(a, None, a.metric)
     assert res.simulation is not None
     assert res.simulation.model_fields_set == {"output_len"}
+
+
+def test_a_latency_row_of_the_highest_throughput_configuration_searches_for_throughput():
+    """InferenceX tables show 'the highest-throughput configuration' per GPU, and its TPOT: the TPOT
+    anchor's unstated deployment is the throughput pick, not the lowest-latency one."""
+    anchor = {**BURST, "id": "x", "phase": "end-to-end", "metric": "tpot_ms", "value": 10.0}
+    anchor["deployment"] = {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": "unknown"}}
+    assumed = predict_anchor(anchor, None).assumed
+    assert any("deployment: searched (lowest latency" in n for n in assumed)
+    chosen = predict_anchor({**anchor, "deployment_chosen_for": "throughput"}, None)
+    assert chosen.predicted is not None
+    assert any("deployment: searched (highest throughput per GPU" in n for n in chosen.assumed)
