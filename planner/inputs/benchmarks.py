@@ -17,7 +17,10 @@ Two patterns, each client's taken from its source:
 `num_prompts` is rarely published: 10 requests per client (at least 50), the convention of
 InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names its client in
 `client:` where its source says which one ran; otherwise the engine's own serving benchmark is
-assumed (`ENGINE_CLIENT`). This module describes clients; it does not simulate.
+assumed (`ENGINE_CLIENT`). How the client draws request lengths (e.g. `--random-range-ratio 0.8`:
+each length uniform in [0.8 x nominal, nominal]) is the anchor's own `simulation:` section
+(`input_len`, `output_len`); `client_config` keeps every field that section sets and fills the
+loop (requests, start, warm-up) from the preset. This module describes clients; it does not simulate.
 """
 
 from __future__ import annotations
@@ -80,10 +83,21 @@ def client_for(engine: str, client: str | None = None) -> str:
 
 
 def client_config(
-    concurrency: float, num_prompts: int | None = None, seed: int = 0, client: str = "sglang-bench-serving"
+    concurrency: float,
+    num_prompts: int | None = None,
+    seed: int = 0,
+    client: str = "sglang-bench-serving",
+    given: SimConfig | None = None,
 ) -> SimConfig:
-    """A benchmark client's closed loop at `concurrency` (`PRESETS[client]`)."""
+    """A benchmark client's closed loop at `concurrency` (`PRESETS[client]`). `given` (an anchor's
+    `simulation:` section) keeps every field it sets, e.g. the lengths its client draws; a section
+    with its own traffic (an arrival process or a trace) is returned as it is."""
     n = num_prompts or max(MIN_PROMPTS, int(PROMPTS_PER_CLIENT * concurrency))
+    loop: dict[str, object] = {"requests": n, "seed": seed, "warmup_fraction": 0.1, "warmup_by": "arrival"}
     if PRESETS[client].first_wave:
-        return SimConfig(requests=n, seed=seed, closed_loop_ramp_s=0.0, warmup_fraction=0.0, warmup_by="completion")
-    return SimConfig(requests=n, seed=seed, warmup_fraction=0.1, warmup_by="arrival")
+        loop = {**loop, "closed_loop_ramp_s": 0.0, "warmup_fraction": 0.0, "warmup_by": "completion"}
+    if given is None:
+        return SimConfig.model_validate(loop)
+    if given.arrival is not None or given.trace is not None:
+        return given
+    return given.model_copy(update={k: v for k, v in loop.items() if k not in given.model_fields_set})

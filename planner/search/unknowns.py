@@ -38,8 +38,10 @@ LATENCY = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
 
 
 def _scenario_data(s: Scenario) -> dict[str, Any]:
-    """The scenario fields of `s` (an anchor carries more)."""
-    return s.model_dump(include=set(Scenario.model_fields))
+    """The scenario fields of `s` (an anchor carries more); the `simulation` section as written, so
+    what it leaves unset stays unset (a benchmark client fills it: `planner.inputs.benchmarks`)."""
+    sim = s.simulation.model_dump(exclude_unset=True) if s.simulation is not None else None
+    return {**s.model_dump(include=set(Scenario.model_fields)), "simulation": sim}
 
 
 def default_gpus(hw: HardwareSpec) -> int:

@@ -63,6 +63,13 @@ class Anchor(Scenario):
     # the benchmark client that measured it, where the source says (planner.inputs.benchmarks PRESETS);
     # None: the engine's own serving benchmark
     client: Literal[tuple(PRESETS)] | None = None  # type: ignore[valid-type]
+    # which statistic over requests a latency value is (ttft_ms, tpot_ms, e2e_ms; output_tok_s_per_user is
+    # 1000 / TPOT of that statistic, as InferenceX's interactivity = 1000 / median TPOT): a simulated
+    # prediction reads the same statistic of its requests; the steady-state estimate has only the mean
+    statistic: Literal["mean", "median"] = "mean"
+    # what the source picked its (unstated) deployment for, where it says: e.g. InferenceX's 'one row per GPU
+    # showing the highest-throughput configuration' also for the row's TPOT; None: the metric's own goal
+    deployment_chosen_for: Literal["throughput", "latency"] | None = None
 
 
 @dataclass(slots=True)
@@ -194,7 +201,8 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
         _, notes, point = search_deployment(a, a.metric, base_dir)  # the best deployment meeting the slo
         assert point is not None
         return metric_value(a.metric, point.metrics), "estimate", [*notes, "throughput: the highest meeting the slo"]
-    res = resolve_any(a, base_dir, a.metric)
+    goal = {"throughput": "output_tok_s_per_gpu", "latency": "tpot_ms", None: a.metric}[a.deployment_chosen_for]
+    res = resolve_any(a, base_dir, goal)
     if a.metric == "max_users_at_slo" or slo_bound:
         if a.slo is None:
             raise ScenarioError(f"anchor {a.id}: metric max_users_at_slo needs an slo")
@@ -213,8 +221,10 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
         )
     if a.phase == "end-to-end" and a.metric in SIMULATED and (res.concurrency or res.request_rate):
         client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
-        return simulated_value(a.metric, res, client), "simulate", res.assumed
-    return metric_value(a.metric, estimate(res)), "estimate", res.assumed
+        return simulated_value(a.metric, res, client, a.statistic), "simulate", res.assumed
+    median = a.statistic == "median" and a.metric in LATENCY_METRICS
+    notes = [f"{a.metric}: the estimate's mean stands for the published median"] if median else []
+    return metric_value(a.metric, estimate(res)), "estimate", [*res.assumed, *notes]
 
 
 THROUGHPUT_METRICS = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
@@ -233,22 +243,23 @@ SIMULATED = {
 }
 
 
-def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving") -> float:
-    """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
-    engine's request count and start pattern); else the closed loop of a benchmark client
-    (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a steady
-    state after a warm-up), or Poisson
-    arrivals at the anchor's rate with the one simulation configuration of a deployment and its
-    traffic (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run
-    it); means over the window."""
+def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving", statistic: str = "mean") -> float:
+    """Simulation at the anchor's traffic: at a stated concurrency, the closed loop of a benchmark
+    client (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a
+    steady state after a warm-up), keeping what the anchor's own `simulation` section sets (e.g. the
+    lengths its client draws; a section with its own arrival process or trace runs as it is); at a
+    rate, Poisson arrivals with the one simulation configuration of a deployment and its traffic
+    (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run it).
+    Latencies are the `statistic` (mean or median) over the measured requests."""
     cfg = None  # the anchor's own section, else the standard configuration
-    if res.simulation is None and res.concurrency:  # the benchmark client's own pattern (requests fixed)
-        cfg = client_config(res.concurrency, client=client)
+    if res.concurrency:  # the benchmark client's own pattern (requests fixed)
+        cfg = client_config(res.concurrency, client=client, given=res.simulation)
     _, m = run_simulation(res, cfg)
+    stat = "p50" if statistic == "median" else "mean"
     if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
-        v = m[metric]["mean"]
+        v = m[metric][stat]
     elif metric == "output_tok_s_per_user":
-        v = 1000.0 / m["tpot_ms"]["mean"] if m["tpot_ms"]["mean"] else None
+        v = 1000.0 / m["tpot_ms"][stat] if m["tpot_ms"][stat] else None
     else:
         v = m[metric]
     if v is None:
@@ -271,7 +282,7 @@ def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, li
         if c > cap:
             return False
         run = replace(res, concurrency=float(c), request_rate=None)
-        _, m = run_simulation(run, res.simulation or client_config(c, client=client), extend=False)
+        _, m = run_simulation(run, client_config(c, client=client, given=res.simulation), extend=False)
         return all(t is None or (m[k]["mean"] is not None and m[k]["mean"] <= t) for k, t in targets.items())
 
     lo, hi, step = 0, max(start, 1), 1

@@ -7,11 +7,13 @@ import pytest
 
 from planner import engines
 from planner.inputs.benchmarks import PRESETS, client_config, client_for
-from planner.inputs.scenario import parse_scenario
+from planner.inputs.scenario import parse_as, parse_scenario
 from planner.model.defaults import resolve
 from planner.model.estimator import estimate
 from planner.model.simulate import run_simulation
-from planner.search.validate import predict_anchor
+from planner.search.unknowns import resolve_any
+from planner.search.validate import Anchor, predict_anchor
+from simulator import SimConfig
 
 SMALL = {
     "model": "llama-3.1-8b",
@@ -88,3 +90,68 @@ def test_an_anchor_naming_an_unknown_client_is_one_error_naming_the_field():
     r = predict_anchor(anchor, None)
     assert r.predicted is None
     assert "client" in (r.error or "")
+
+
+def test_a_client_loop_keeps_the_lengths_an_anchor_section_draws():
+    """InferenceX runs its client with --random-range-ratio 0.8: the anchor's `simulation:` section
+    states the lengths, the client preset still decides the loop (burst, 10 prompts per client)."""
+    given = SimConfig.model_validate({"output_len": {"kind": "uniform", "min": 51, "max": 64}})
+    cfg = client_config(8, client="vllm-bench-serve", given=given)
+    assert cfg.output_len == given.output_len
+    assert (cfg.requests, cfg.closed_loop_ramp_s, cfg.warmup_by) == (80, 0.0, "completion")
+    own = SimConfig.model_validate({"arrival": {"kind": "poisson", "rate": 2.0}})
+    assert client_config(8, given=own) is own  # a section with its own traffic runs as it is
+
+
+UNIFORM = {"output_len": {"kind": "uniform", "min": 16, "max": 64}}
+BURST = {**SMALL, "workload": {"isl": 1000, "osl": 40, "concurrency": 8}, "simulation": UNIFORM}
+
+
+def test_an_anchor_with_drawn_lengths_is_still_measured_by_its_client():
+    """Before, a `simulation:` section replaced the client's loop with the standard one (clients spread
+    over one E2E), so the burst's first wave left TTFT."""
+    anchor = {**BURST, "id": "x", "phase": "end-to-end", "metric": "ttft_ms", "value": 50.0}
+    anchor["client"] = "vllm-bench-serve"
+    res = resolve(parse_scenario(BURST))
+    assert res.simulation is not None
+    _, burst = run_simulation(res, client_config(8, client="vllm-bench-serve", given=res.simulation))
+    assert predict_anchor(anchor, None).predicted == pytest.approx(burst["ttft_ms"]["mean"])
+
+
+@pytest.mark.parametrize("metric", ["tpot_ms", "output_tok_s_per_user"])
+def test_a_median_anchor_reads_the_median_request(metric):
+    """InferenceX publishes median TPOT and tok/s/user = 1000 / median TPOT (`statistic: median`)."""
+    res = resolve(parse_scenario(BURST))
+    assert res.simulation is not None
+    _, m = run_simulation(res, client_config(8, client="vllm-bench-serve", given=res.simulation))
+    assert m["tpot_ms"]["p50"] != pytest.approx(m["tpot_ms"]["mean"], rel=1e-3)
+    want = m["tpot_ms"]["p50"] if metric == "tpot_ms" else 1000.0 / m["tpot_ms"]["p50"]
+    anchor = {"id": "x", **BURST, "phase": "end-to-end", "metric": metric, "value": 10.0, "client": "vllm-bench-serve"}
+    assert predict_anchor({**anchor, "statistic": "median"}, None).predicted == pytest.approx(want)
+    bad = predict_anchor({**anchor, "statistic": "p90"}, None)
+    assert bad.predicted is None
+    assert "statistic" in (bad.error or "")
+
+
+def test_a_searched_deployment_keeps_the_simulation_section_as_written():
+    """The search re-reads the scenario; a section that sets only lengths must not come back with every
+    field set (requests 2000 and no burst: InferenceX rows at concurrency 16,130 ran 2,000 requests)."""
+    anchor = {**BURST, "id": "x", "phase": "end-to-end", "metric": "ttft_ms", "value": 50.0}
+    anchor["deployment"] = {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": "unknown"}}
+    a = parse_as(Anchor, anchor, "x", "anchor")
+    assert not a.deployment.known
+    res = resolve_any(a, None, a.metric)
+    assert res.simulation is not None
+    assert res.simulation.model_fields_set == {"output_len"}
+
+
+def test_a_latency_row_of_the_highest_throughput_configuration_searches_for_throughput():
+    """InferenceX tables show 'the highest-throughput configuration' per GPU, and its TPOT: the TPOT
+    anchor's unstated deployment is the throughput pick, not the lowest-latency one."""
+    anchor = {**BURST, "id": "x", "phase": "end-to-end", "metric": "tpot_ms", "value": 10.0}
+    anchor["deployment"] = {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": "unknown"}}
+    assumed = predict_anchor(anchor, None).assumed
+    assert any("deployment: searched (lowest latency" in n for n in assumed)
+    chosen = predict_anchor({**anchor, "deployment_chosen_for": "throughput"}, None)
+    assert chosen.predicted is not None
+    assert any("deployment: searched (highest throughput per GPU" in n for n in chosen.assumed)
