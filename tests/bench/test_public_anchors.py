@@ -99,3 +99,18 @@ def test_latency_table_splits_ttft_and_tpot_by_the_traffic_an_anchor_states(tmp_
     assert ttft["request_rate"]["median_rel_error"] == -0.1
     assert ttft["none"]["count"] == 1
     assert "ttft_ms | request_rate | 2 |" in pa.render(pa.tables(fake))
+
+
+def test_readme_tables_print_the_saved_counts_and_medians() -> None:
+    from bench.readme_tables import tables
+
+    r = {"count": 3, "predicted": 2, "within_tolerance": 1, "median_abs_rel_error": 0.25, "median_rel_error": -0.1}
+    data = {
+        "tables": {
+            "test": {"all": r, "by": {"metric": {"ttft_ms": r}}, "latency_by_traffic": {"ttft_ms": {"concurrency": r}}}
+        }
+    }
+    text = tables(data)
+    assert "| test | 3 | 2 | 1 | 25.0% |" in text
+    assert "| test, ttft_ms | 3 | 2 | 1 | 25.0% | -10.0% |" in text
+    assert "| test, ttft_ms, concurrency | 3 | 2 | 1 | 25.0% | -10.0% |" in text
