@@ -17,11 +17,11 @@ from typing import TypeVar
 
 from planner.inputs.scenario import MTPSpec, Scenario
 from planner.search.space import MTP_DRAFTS
+from planner.search.unknowns import LATENCY
 from roofline.catalog import get_model
 from roofline.errors import PlannerError
 
 S = TypeVar("S", bound=Scenario)
-LATENCY = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
 
 
 def _has_mtp_layers(s: Scenario, base_dir: Path | None) -> bool:
