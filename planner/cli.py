@@ -239,12 +239,16 @@ def calibrate(
 def validate(
     anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")], as_json: JsonFlag = False
 ) -> None:
-    """Predict every anchor of a file and compare with the published values."""
+    """Predict every anchor of a file and compare with the published values. Every row is printed; the
+    exit status is 2 when some anchor's input is invalid (its row names the field and what is allowed)."""
     results, summary = validate_file(anchors)
     if as_json:
         print(json_text(results_json(results, summary)))
     else:
         print_validation(con, results, summary)
+    bad = [r.id for r in results if r.input_error]
+    if bad:
+        raise PlannerError(f"{len(bad)} of {len(results)} anchors are invalid input (see their rows): {', '.join(bad)}")
 
 
 @app.command()

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from planner.inputs.benchmarks import PRESETS, client_config, client_for
 from planner.inputs.edge import check_tree, format_validation_error, one_line
@@ -30,7 +31,9 @@ from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation
 from planner.search import mtp_choice
 from planner.search.unknowns import resolve_any, search_deployment
-from roofline.errors import PlannerError
+from roofline.errors import CatalogError, DeploymentError, PlannerError, PrecisionError
+from simulator.config import SimConfigError
+from simulator.traces import TraceError
 
 Metric = Literal[
     "input_tok_s_per_gpu",
@@ -64,6 +67,38 @@ class Anchor(Scenario):
     # None: the engine's own serving benchmark
     client: Literal[tuple(PRESETS)] | None = None  # type: ignore[valid-type]
 
+    @model_validator(mode="after")
+    def _unit_agrees(self) -> Anchor:
+        why = unit_error(self.metric, self.unit)
+        if why:
+            raise ValueError(why)
+        return self
+
+
+# how a unit's text says what it measures: a time (a latency metric's value is milliseconds) or a rate
+# of tokens per second (throughput and per-user speed); shares and user counts are neither
+_MS = re.compile(r"^\s*(ms|msec|milliseconds?)\b", re.IGNORECASE)
+_TIME = re.compile(r"^\s*(ms|msec|milliseconds?|s|secs?|seconds?|us|µs|microseconds?|min|minutes?|h|hours?)\b", re.I)
+_TOK_RATE = re.compile(r"tok(en)?s?\s*/\s*s(ec)?\b|tok(en)?s?\s+per\s+s(ec|econd)?\b", re.IGNORECASE)
+
+
+def unit_error(metric: str, unit: str) -> str | None:
+    """Why an anchor's `unit` contradicts its `metric` (None when it agrees or is left out). The unit is
+    free text (shared/validation/README.md: "human-readable, must agree with metric"); only its
+    dimension is read: `ms` for the `_ms` latencies, tokens per second for throughput and per-user speed,
+    neither for the decode-time shares (a fraction) and `max_users_at_slo` (a count)."""
+    if not unit.strip():
+        return None
+    got = f"unit: {one_line(repr(unit), 60)} does not agree with metric {metric}; allowed: "
+    if metric.endswith("_ms"):
+        return None if _MS.search(unit) else got + "ms (milliseconds), or leave unit out"
+    if metric in THROUGHPUT_METRICS or metric == "output_tok_s_per_user":
+        return None if _TOK_RATE.search(unit) else got + "a tokens-per-second unit (e.g. 'output tok/s per GPU')"
+    if _TIME.search(unit) or _TOK_RATE.search(unit) or "%" in unit:
+        what = "a fraction (e.g. 'fraction of decode step')" if metric.startswith("decode_time_share") else "a count"
+        return got + what + " (not a time, rate or percent), or leave unit out"
+    return None
+
 
 @dataclass(slots=True)
 class AnchorResult:
@@ -77,6 +112,14 @@ class AnchorResult:
     assumed: list[str] = field(default_factory=list)
     error: str | None = None
     tolerance: float = 0.15
+    input_error: bool = False  # the error is the anchor's input (exit 2), not a prediction found impossible
+
+
+# errors that say the anchor's input is wrong (a field that does not parse, an unknown id, a setting no
+# deployment of this model or GPU can run: shared/validation/README.md); any other PlannerError is a
+# prediction that found the stated setup impossible (weights or KV that do not fit, no concurrency meeting
+# the slo, a missing kernel), a documented row rather than an input error
+INPUT_ERRORS = (ScenarioError, CatalogError, PrecisionError, DeploymentError, SimConfigError, TraceError)
 
 
 # what a one-phase estimate does not price: the metric would read 0 (a -100% error), not a prediction
@@ -88,7 +131,7 @@ PHASE_ABSENT = {
 
 def metric_value(metric: str, est: Metrics) -> float:
     if metric in PHASE_ABSENT.get(est.mode, ()):
-        raise PlannerError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
+        raise ScenarioError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
     step = est.decode_step
     values: dict[str, Any] = {
         "input_tok_s_per_gpu": est.input_tok_s_per_gpu,
@@ -104,7 +147,7 @@ def metric_value(metric: str, est: Metrics) -> float:
     }
     v = values[metric]
     if v is None:
-        raise PlannerError(f"metric {metric} needs a decode step; this anchor's phase has none")
+        raise ScenarioError(f"metric: {metric} needs a decode step; this anchor's phase has none")
     return float(v)
 
 
@@ -137,9 +180,12 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
             [],
             format_validation_error(exc, f"anchor {aid}"),
             tol,
+            True,
         )
     except PlannerError as exc:
-        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], one_line(str(exc), 600), tol)
+        why = one_line(str(exc), 600)
+        bad = isinstance(exc, INPUT_ERRORS)
+        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], why, tol, bad)
     rel = (predicted - a.value) / a.value
     ok = abs(rel) <= a.tolerance
     return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, [*notes, *assumed], None, a.tolerance)
@@ -323,6 +369,7 @@ def results_json(results: list[AnchorResult], summary: dict[str, Any]) -> dict[s
     for r in results:
         d = asdict(r)
         d.pop("tolerance")
+        d.pop("input_error")  # the documented row (shared/validation/README.md); the exit status says it
         if d["rel_error"] is not None:
             d["rel_error"] = round(d["rel_error"], 4)
         rows.append(d)
