@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 import statistics
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from planner.inputs.benchmarks import PRESETS, client_config, client_for
+from planner.inputs.benchmarks import PRESETS, client_for
 from planner.inputs.edge import check_tree, format_validation_error, one_line
-from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, load_yaml, parse_as
-from planner.model.defaults import Resolved
-from planner.model.estimator import estimate, max_batch, max_users_at_slo
+from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
+from planner.model.estimator import estimate, max_users_at_slo
 from planner.model.metrics import Metrics
-from planner.model.simulate import run_simulation
 from planner.search import mtp_choice
+from planner.search.anchor_sim import SIMULATED, simulated_max_users, simulated_value
+from planner.search.anchor_units import LATENCY_METRICS, THROUGHPUT_METRICS, unit_error
 from planner.search.unknowns import resolve_any, search_deployment
 from roofline.errors import CatalogError, DeploymentError, PlannerError, PrecisionError
 from simulator.config import SimConfigError
@@ -73,31 +72,6 @@ class Anchor(Scenario):
         if why:
             raise ValueError(why)
         return self
-
-
-# how a unit's text says what it measures: a time (a latency metric's value is milliseconds) or a rate
-# of tokens per second (throughput and per-user speed); shares and user counts are neither
-_MS = re.compile(r"^\s*(ms|msec|milliseconds?)\b", re.IGNORECASE)
-_TIME = re.compile(r"^\s*(ms|msec|milliseconds?|s|secs?|seconds?|us|µs|microseconds?|min|minutes?|h|hours?)\b", re.I)
-_TOK_RATE = re.compile(r"tok(en)?s?\s*/\s*s(ec)?\b|tok(en)?s?\s+per\s+s(ec|econd)?\b", re.IGNORECASE)
-
-
-def unit_error(metric: str, unit: str) -> str | None:
-    """Why an anchor's `unit` contradicts its `metric` (None when it agrees or is left out). The unit is
-    free text (shared/validation/README.md: "human-readable, must agree with metric"); only its
-    dimension is read: `ms` for the `_ms` latencies, tokens per second for throughput and per-user speed,
-    neither for the decode-time shares (a fraction) and `max_users_at_slo` (a count)."""
-    if not unit.strip():
-        return None
-    got = f"unit: {one_line(repr(unit), 60)} does not agree with metric {metric}; allowed: "
-    if metric.endswith("_ms"):
-        return None if _MS.search(unit) else got + "ms (milliseconds), or leave unit out"
-    if metric in THROUGHPUT_METRICS or metric == "output_tok_s_per_user":
-        return None if _TOK_RATE.search(unit) else got + "a tokens-per-second unit (e.g. 'output tok/s per GPU')"
-    if _TIME.search(unit) or _TOK_RATE.search(unit) or "%" in unit:
-        what = "a fraction (e.g. 'fraction of decode step')" if metric.startswith("decode_time_share") else "a count"
-        return got + what + " (not a time, rate or percent), or leave unit out"
-    return None
 
 
 @dataclass(slots=True)
@@ -261,86 +235,6 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
         client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
         return simulated_value(a.metric, res, client), "simulate", res.assumed
     return metric_value(a.metric, estimate(res)), "estimate", res.assumed
-
-
-THROUGHPUT_METRICS = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
-LATENCY_METRICS = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
-
-
-SIMULATED = {
-    "ttft_ms",
-    "tpot_ms",
-    "e2e_ms",
-    "output_tok_s",
-    "output_tok_s_per_gpu",
-    "input_tok_s_per_gpu",
-    "total_tok_s_per_gpu",
-    "output_tok_s_per_user",
-}
-
-
-def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving") -> float:
-    """Simulation at the anchor's traffic: the anchor's own `simulation` settings (e.g. a measured
-    engine's request count and start pattern); else the closed loop of a benchmark client
-    (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a steady
-    state after a warm-up), or Poisson
-    arrivals at the anchor's rate with the one simulation configuration of a deployment and its
-    traffic (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run
-    it); means over the window."""
-    cfg = None  # the anchor's own section, else the standard configuration
-    if res.simulation is None and res.concurrency:  # the benchmark client's own pattern (requests fixed)
-        cfg = client_config(res.concurrency, client=client)
-    _, m = run_simulation(res, cfg)
-    if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
-        v = m[metric]["mean"]
-    elif metric == "output_tok_s_per_user":
-        v = 1000.0 / m["tpot_ms"]["mean"] if m["tpot_ms"]["mean"] else None
-    else:
-        v = m[metric]
-    if v is None:
-        raise PlannerError(f"simulation produced no {metric}")
-    return float(v)
-
-
-def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, limit: int = 4096) -> int:
-    """The largest total concurrency whose simulated mean TTFT/TPOT/E2E meet `slo` (the anchor's
-    `simulation` settings, else the benchmark client's closed loop: what `simulated_value` runs
-    for the latency metrics) within what the KV pool holds; 0 if one user does not meet it.
-    The estimator's answer `start` brackets the search (the two agree within a few percent), so
-    a handful of runs settle it. Latency is taken to grow with concurrency, as in the estimator's
-    search (`max_users_at_slo`)."""
-    pool = res.pool("decode", "aggregated")
-    cap = max_batch(res.deployment, res.isl, res.osl) * pool.instances
-    targets = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
-
-    def ok(c: int) -> bool:
-        if c > cap:
-            return False
-        run = replace(res, concurrency=float(c), request_rate=None)
-        _, m = run_simulation(run, res.simulation or client_config(c, client=client), extend=False)
-        return all(t is None or (m[k]["mean"] is not None and m[k]["mean"] <= t) for k, t in targets.items())
-
-    lo, hi, step = 0, max(start, 1), 1
-    if ok(hi):  # step up, doubling, until a concurrency fails
-        lo = hi
-        while True:
-            hi = lo + step
-            if hi > limit:
-                return lo
-            if not ok(hi):
-                break
-            lo, step = hi, 2 * step
-    else:  # step down, doubling, until one passes (or none does)
-        while hi > 1:
-            c = max(hi - step, 1)
-            if ok(c):
-                lo = c
-                break
-            hi, step = c, 2 * step
-    while hi - lo > 1:  # lo passes (or is 0), hi fails
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
 
 
 def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:
