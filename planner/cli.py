@@ -17,7 +17,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from planner.inputs.edge import json_text, one_line
@@ -26,6 +25,7 @@ from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
 from planner.model.simulate import run_simulation, standard_config
+from planner.report.catalog_report import print_catalog
 from planner.report.plan_report import answer_dict, print_answer, write_chart
 from planner.report.report import (
     estimate_dict,
@@ -38,9 +38,8 @@ from planner.report.report import (
 from planner.search.plan import plan as run_plan
 from planner.search.unknowns import resolve_any
 from planner.search.validate import results_json, validate_file
-from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
+from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
-from roofline.params import active_params, kv_bytes_per_token, total_params
 from simulator import SimConfig
 from simulator.metrics import write_records, write_timeseries
 
@@ -83,41 +82,7 @@ def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "a
     """List the models and GPU systems the planner knows."""
     if what not in ("all", "models", "hardware"):
         raise PlannerError(f"catalog: unknown section {what!r}; allowed: all, models, hardware")
-    if what in ("all", "models"):
-        t = Table(title="models")
-        for col in ("id", "name", "layers", "total params", "active", "KV B/token bf16", "attention"):
-            t.add_column(col, no_wrap=col == "id")
-        for mid in model_ids():
-            m = get_model(mid)
-            t.add_row(
-                mid,
-                m.name,
-                str(m.num_layers),
-                f"{total_params(m) / 1e9:,.1f}B",
-                f"{active_params(m) / 1e9:,.1f}B",
-                f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
-                m.attention.kind,
-            )
-        con.print(t)
-    if what in ("all", "hardware"):
-        t = Table(title="hardware (dense peaks per GPU)")
-        for col in ("id", "arch", "BF16 TF", "FP8 TF", "FP4 TF", "memory", "BW TB/s", "NVLink domain", "NIC Gb/s"):
-            t.add_column(col, no_wrap=col == "id")
-        for hid in hardware_ids():
-            h = get_hardware(hid)
-            fp4 = f"{h.peak_tflops.fp4:,.0f}" if h.peak_tflops.fp4 else "-"
-            t.add_row(
-                hid,
-                h.arch,
-                f"{h.peak_tflops.bf16:,.0f}",
-                f"{h.peak_tflops.fp8:,.0f}",
-                fp4,
-                f"{h.memory_gb:g} GB",
-                f"{h.memory_bw_tbps:g}",
-                str(h.scaleup.domain_gpus),
-                f"{h.nic_gbps_per_gpu:g}",
-            )
-        con.print(t)
+    print_catalog(con, what)
 
 
 def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json: bool, title: str) -> None:
@@ -210,28 +175,9 @@ def calibrate(
     no_check: Annotated[bool, typer.Option("--no-check", help="skip the reference checks")] = False,
 ) -> None:
     """Time op shapes on the local GPU and write a calibration profile with provenance."""
-    from runtime import require_cuda  # noqa: PLC0415  (torch is an optional extra)
+    from runtime import calibrate as run_calibrate  # noqa: PLC0415  (torch is an optional extra)
 
-    require_cuda()
-    from runtime.sweep import FAMILIES, run_sweep  # noqa: PLC0415
-
-    families = [f.strip() for f in ops.split(",") if f.strip()]
-    bad = [f for f in families if f not in (*FAMILIES, "comm")]
-    if bad:
-        raise PlannerError(f"--ops: unknown {', '.join(bad)}; allowed: {', '.join((*FAMILIES, 'comm'))}")
-    if "comm" in families:  # collectives across this machine's GPUs, one process per GPU
-        from runtime.comm_sweep import run_comm_sweep  # noqa: PLC0415
-
-        families.remove("comm")
-        comm_out = out if not families else out.with_name(f"{out.stem}-comm{out.suffix}")
-        try:
-            comm_profile = run_comm_sweep(comm_out, log=con.print)
-        except RuntimeError as exc:
-            raise PlannerError(f"--ops comm: {exc}") from exc
-        con.print(f"{len(comm_profile['points'])} communication points in {comm_out}")
-    if families:
-        profile = run_sweep(families, out, budget_minutes * 60, check=not no_check, log=con.print)
-        con.print(f"{len(profile['points'])} points in {out}")
+    run_calibrate(ops, out, budget_minutes * 60, check=not no_check, log=con.print)
 
 
 @app.command()
@@ -239,12 +185,16 @@ def calibrate(
 def validate(
     anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")], as_json: JsonFlag = False
 ) -> None:
-    """Predict every anchor of a file and compare with the published values."""
+    """Predict every anchor of a file and compare with the published values. Every row is printed; the
+    exit status is 2 when some anchor's input is invalid (its row names the field and what is allowed)."""
     results, summary = validate_file(anchors)
     if as_json:
         print(json_text(results_json(results, summary)))
     else:
         print_validation(con, results, summary)
+    bad = [r.id for r in results if r.input_error]
+    if bad:
+        raise PlannerError(f"{len(bad)} of {len(results)} anchors are invalid input (see their rows): {', '.join(bad)}")
 
 
 @app.command()

@@ -18,115 +18,27 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from planner.inputs.deployment_spec import LAYOUT_FIELDS, MAX_GPUS, DeploymentSpec, PoolSpec, Unknown
 from planner.inputs.edge import ScenarioError, format_validation_error, load_yaml, parse_as
 from simulator.config import MAX_CONCURRENCY, MAX_RATE, MAX_TOKENS, MIN_RATE, InputModel, SimConfig
 
-__all__ = ["ScenarioError", "format_validation_error", "load_yaml", "parse_as"]
+__all__ = [
+    "LAYOUT_FIELDS",
+    "MAX_GPUS",
+    "DeploymentSpec",
+    "PoolSpec",
+    "ScenarioError",
+    "format_validation_error",
+    "load_yaml",
+    "parse_as",
+]
 
-Unknown = Literal["unknown"]
 Engine = Literal["sglang", "trtllm", "vllm", "other"]
 Phase = Literal["prefill", "decode", "end-to-end"]
 WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
 
-MAX_INSTANCES = 10_000  # per pool; the simulator runs one process per instance
-MAX_GPUS_PER_INSTANCE = 4096  # 7x the largest NVLink domain announced (NVL576)
-MAX_GPUS = 100_000  # a deployment: the largest published training clusters are ~100k GPUs
 MAX_PREFILL_CHUNKS = 128  # isl / max_prefill_tokens: the estimator prices every chunk, 80 times over
-
-
-LAYOUT_FIELDS = ("instances", "gpus_per_instance", "tp", "dp_attention", "ep", "pp")
-PosInt = Annotated[int, Field(gt=0)]
-
-
-class PoolSpec(InputModel):
-    """One pool: `instances` copies of an instance of `gpus_per_instance` GPUs laid out as
-    tp x dp_attention x pp, with experts over `ep` ranks of each pipeline stage. Any field may be
-    `unknown` (the planner then searches it, `planner.search.unknowns`)."""
-
-    instances: Annotated[int, Field(gt=0, le=MAX_INSTANCES)] | Unknown = 1
-    gpus_per_instance: Annotated[int, Field(gt=0, le=MAX_GPUS_PER_INSTANCE)] | Unknown = "unknown"
-    tp: PosInt | Unknown = 1
-    dp_attention: PosInt | Unknown = 1
-    ep: PosInt | Unknown = 1
-    pp: PosInt | Unknown = 1
-
-    @property
-    def known(self) -> bool:
-        return all(isinstance(getattr(self, f), int) for f in LAYOUT_FIELDS)
-
-    def stated(self) -> dict[str, int]:
-        return {f: v for f in LAYOUT_FIELDS if isinstance(v := getattr(self, f), int)}
-
-    @property
-    def gpus(self) -> int:
-        assert isinstance(self.instances, int)
-        assert isinstance(self.gpus_per_instance, int)
-        return self.instances * self.gpus_per_instance
-
-    def layout_error(self) -> str | None:
-        """Why the stated tp x dp_attention x pp and ep do not fit gpus_per_instance, or None."""
-        tp, dp, pp, ep, g = self.tp, self.dp_attention, self.pp, self.ep, self.gpus_per_instance
-        if not all(isinstance(v, int) for v in (tp, dp, pp, g)):
-            return None
-        assert isinstance(tp, int) and isinstance(dp, int) and isinstance(pp, int) and isinstance(g, int)  # noqa: PT018
-        if tp * dp * pp != g:
-            return f"tp x dp_attention x pp = {tp}x{dp}x{pp} must equal gpus_per_instance = {g}"
-        stage = g // pp
-        if isinstance(ep, int) and stage % ep:
-            return f"ep = {ep} must divide the {stage} GPUs of a pipeline stage"
-        return None
-
-
-class DeploymentSpec(InputModel):
-    """Pools by role; a role may list several pools of different instance sizes, or be `unknown`
-    (present, layout not stated). No pools at all means the whole deployment is unknown; `gpus`
-    states the total GPU count when the layout is not stated."""
-
-    prefill: PoolSpec | list[PoolSpec] | Unknown | None = None
-    decode: PoolSpec | list[PoolSpec] | Unknown | None = None
-    aggregated: PoolSpec | list[PoolSpec] | Unknown | None = None
-    gpus: Annotated[int, Field(gt=0, le=MAX_GPUS)] | None = None
-
-    def groups(self, role: str) -> list[PoolSpec]:
-        v = getattr(self, role)
-        if v is None or v == "unknown":
-            return []
-        return v if isinstance(v, list) else [v]
-
-    def present(self, role: str) -> bool:
-        return getattr(self, role) is not None
-
-    @property
-    def known(self) -> bool:
-        roles = [r for r in ("prefill", "decode", "aggregated") if self.present(r)]
-        return (
-            bool(roles)
-            and all(getattr(self, r) != "unknown" for r in roles)
-            and all(p.known for r in roles for p in self.groups(r))
-        )
-
-    @model_validator(mode="after")
-    def _check(self) -> DeploymentSpec:
-        if self.present("aggregated") and (self.present("prefill") or self.present("decode")):
-            raise ValueError("give either `aggregated` or `prefill`/`decode` pools, not both")
-        for role in ("prefill", "decode", "aggregated"):
-            groups = self.groups(role)
-            for k, pool in enumerate(groups):
-                why = pool.layout_error()
-                if why:
-                    raise ValueError(f"deployment.{role}{f'[{k}]' if len(groups) > 1 else ''}: {why}")
-        total = self.total_gpus
-        if total is not None and total > MAX_GPUS:
-            raise ValueError(f"{total:,} GPUs in all; at most {MAX_GPUS:,}")
-        return self
-
-    @property
-    def total_gpus(self) -> int | None:
-        """GPUs of the deployment if stated (every pool known, or `gpus`)."""
-        if self.known:
-            return sum(p.gpus for role in ("prefill", "decode", "aggregated") for p in self.groups(role))
-        return self.gpus
 
 
 class PrecisionSpec(InputModel):

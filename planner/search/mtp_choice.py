@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.inputs.scenario import MTPSpec, Scenario
+from planner.search.anchor_units import LATENCY_METRICS as LATENCY
 from planner.search.space import MTP_DRAFTS
-from planner.search.unknowns import LATENCY
 from roofline.catalog import get_model
 from roofline.errors import PlannerError
 

@@ -27,38 +27,12 @@ from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
 from planner.model.estimator import estimate_deployment, max_batch, point
 from planner.model.mem_fraction import resolve_fitting
+from planner.search.anchor_units import LATENCY_METRICS as LATENCY
 from planner.search.score import Point, score, slack
-from planner.search.space import Candidate, candidates, deployment, matches, precisions, stated_layouts
+from planner.search.space import Candidate, candidates, deployment, matches, precisions
+from planner.search.unknown_phase import constraints, default_gpus, model_ref, scenario_data, search_phase
 from roofline.catalog import get_hardware, get_model
-from roofline.catalog.schema import HardwareSpec
 from roofline.errors import PlannerError
-
-THROUGHPUT = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
-LATENCY = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
-
-
-def _scenario_data(s: Scenario) -> dict[str, Any]:
-    """The scenario fields of `s` (an anchor carries more); the `simulation` section as written, so
-    what it leaves unset stays unset (a benchmark client fills it: `planner.inputs.benchmarks`)."""
-    sim = s.simulation.model_dump(exclude_unset=True) if s.simulation is not None else None
-    return {**s.model_dump(include=set(Scenario.model_fields)), "simulation": sim}
-
-
-def default_gpus(hw: HardwareSpec) -> int:
-    """The shape engines commonly run when the GPU count is not stated: the NVLink domain of an
-    NVL72 rack, else one node."""
-    return hw.scaleup.domain_gpus if hw.scaleup.domain_gpus > hw.gpus_per_node * 2 else hw.gpus_per_node
-
-
-def _model_ref(s: Scenario, base_dir: Path | None) -> str:
-    if base_dir is not None and (base_dir / s.model).is_file():
-        return str((base_dir / s.model).resolve())
-    return s.model
-
-
-def _constraints(s: Scenario) -> dict[str, dict[str, int]]:
-    dep = s.deployment
-    return {r: dep.groups(r)[0].stated() for r in ROLES if dep.groups(r)}
 
 
 def _fits(c: Candidate, cons: dict[str, dict[str, int]]) -> bool:
@@ -98,7 +72,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
     rate = w.request_rate  # a latency metric with no traffic is read as one request by planner.search.validate
     slo = s.slo
     return Question(
-        model=_model_ref(s, base_dir),
+        model=model_ref(s, base_dir),
         hardware=s.hardware,
         engine=facts["engine"],
         gpus=exact,
@@ -122,8 +96,8 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
     roles = [r for r in ROLES if s.deployment.present(r)] or ["aggregated"]
     if s.phase != "end-to-end" and s.phase not in roles:
         roles = ["prefill", "decode"]
-    data = _scenario_data(s)
-    data.update(model=_model_ref(s, base_dir), deployment={r: one for r in roles})
+    data = scenario_data(s)
+    data.update(model=model_ref(s, base_dir), deployment={r: one for r in roles})
     res = resolve(Scenario.model_validate(data))
     pool = res.deployment.pools[-1]
     return res, {
@@ -145,45 +119,6 @@ def _objective(metric: str, p: Point) -> float:
     if metric == "e2e_ms":
         return -m.e2e_s
     return m.output_tok_s_per_gpu
-
-
-def _search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deployment, list[str], None]:
-    """A prefill or decode anchor: the layouts of that role the search space holds (`planner.search.space`),
-    constrained by what is stated, each estimated on its own; the best for `metric`."""
-    from planner.model.estimator import estimate  # noqa: PLC0415  (the estimator imports resolution helpers)
-
-    role = s.phase
-    hw, m = get_hardware(s.hardware), get_model(_model_ref(s, base_dir))
-    # an aggregated instance also prefills and decodes: its stated fields bind the phase's layout
-    stated = role if s.deployment.groups(role) else "aggregated"
-    cons = _constraints(s).get(stated, {})
-    spec = s.deployment.groups(stated)[0] if s.deployment.groups(stated) else None
-    budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
-    best: tuple[float, Resolved] | None = None
-    for par in stated_layouts(m, hw, budget, role, cons):
-        pool = {
-            "instances": cons.get("instances", 1),
-            "gpus_per_instance": par.gpus,
-            "tp": par.tp,
-            "dp_attention": par.dp_attention,
-            "ep": par.ep,
-            "pp": par.pp,
-        }
-        try:
-            res = resolve(Scenario.model_validate({**_scenario_data(s), "deployment": {role: pool}}), base_dir)
-            e = estimate(res)
-        except (PlannerError, ValidationError):
-            continue
-        value = (
-            -e.tpot_s if metric in LATENCY else (e.input_tok_s_per_gpu if role == "prefill" else e.output_tok_s_per_gpu)
-        )
-        if best is None or value > best[0]:
-            best = (value, res)
-    if best is None:
-        raise ScenarioError(f"deployment.{role}: no {role} layout in the search space matches what is stated ({cons})")
-    dep = best[1].deployment
-    goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
-    return dep, [f"deployment.{role}: searched ({goal}): {dep.describe()}"], None
 
 
 MAX_GPUS = 288  # widest budget searched when the GPU count is not stated (four NVL72 racks)
@@ -283,10 +218,10 @@ def search_deployment(
     say so, and its operating point (the estimate at the question's traffic, or the best batch;
     None for a prefill or decode phase, which is estimated on its own pool)."""
     if s.phase != "end-to-end":
-        return _search_phase(s, metric, base_dir)
+        return search_phase(s, metric, base_dir)
     probe, facts = _probe(s, base_dir)
     q = _question(s, facts, metric, base_dir)
-    cons = _constraints(s)
+    cons = constraints(s)
     stated = {k: v for k, v in s.precision.model_dump().items() if v != "unknown"}
     best, prec_note = _best(q, cons, facts, metric, stated)
     while best is None and q.gpus is None and q.max_gpus is not None and q.max_gpus * 2 <= MAX_GPUS:
@@ -315,7 +250,7 @@ def resolve_any(s: Scenario, base_dir: Path | None = None, metric: str = "output
     pools: dict[str, Any] = {p.role: p.layout() for p in dep.pools}
     if s.phase != "end-to-end":
         pools = {s.phase: pools[s.phase]} if s.phase in pools else pools
-    data: dict[str, Any] = {**_scenario_data(s), "deployment": pools, "engine": dep.engine}
+    data: dict[str, Any] = {**scenario_data(s), "deployment": pools, "engine": dep.engine}
     if any(n.startswith("precision: searched") for n in notes):
         data["precision"] = dep.pools[0].instance.precision.model_dump(exclude={"lm_head"})
     chosen = Scenario.model_validate(data)

@@ -15,22 +15,24 @@ from __future__ import annotations
 import datetime
 import math
 import statistics
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
-from planner.inputs.benchmarks import PRESETS, client_config, client_for
+from planner.inputs.benchmarks import PRESETS, client_for
 from planner.inputs.edge import check_tree, format_validation_error, one_line
-from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, load_yaml, parse_as
-from planner.model.defaults import Resolved
-from planner.model.estimator import estimate, max_batch, max_users_at_slo
+from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
+from planner.model.estimator import estimate, max_users_at_slo
 from planner.model.metrics import Metrics
-from planner.model.simulate import run_simulation
 from planner.search import mtp_choice
+from planner.search.anchor_sim import SIMULATED, simulated_max_users, simulated_value
+from planner.search.anchor_units import LATENCY_METRICS, THROUGHPUT_METRICS, unit_error
 from planner.search.unknowns import resolve_any, search_deployment
-from roofline.errors import PlannerError
+from roofline.errors import CatalogError, DeploymentError, PlannerError, PrecisionError
+from simulator.config import SimConfigError
+from simulator.traces import TraceError
 
 Metric = Literal[
     "input_tok_s_per_gpu",
@@ -71,6 +73,13 @@ class Anchor(Scenario):
     # showing the highest-throughput configuration' also for the row's TPOT; None: the metric's own goal
     deployment_chosen_for: Literal["throughput", "latency"] | None = None
 
+    @model_validator(mode="after")
+    def _unit_agrees(self) -> Anchor:
+        why = unit_error(self.metric, self.unit)
+        if why:
+            raise ValueError(why)
+        return self
+
 
 @dataclass(slots=True)
 class AnchorResult:
@@ -84,6 +93,14 @@ class AnchorResult:
     assumed: list[str] = field(default_factory=list)
     error: str | None = None
     tolerance: float = 0.15
+    input_error: bool = False  # the error is the anchor's input (exit 2), not a prediction found impossible
+
+
+# errors that say the anchor's input is wrong (a field that does not parse, an unknown id, a setting no
+# deployment of this model or GPU can run: shared/validation/README.md); any other PlannerError is a
+# prediction that found the stated setup impossible (weights or KV that do not fit, no concurrency meeting
+# the slo, a missing kernel), a documented row rather than an input error
+INPUT_ERRORS = (ScenarioError, CatalogError, PrecisionError, DeploymentError, SimConfigError, TraceError)
 
 
 # what a one-phase estimate does not price: the metric would read 0 (a -100% error), not a prediction
@@ -95,7 +112,7 @@ PHASE_ABSENT = {
 
 def metric_value(metric: str, est: Metrics) -> float:
     if metric in PHASE_ABSENT.get(est.mode, ()):
-        raise PlannerError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
+        raise ScenarioError(f"metric: {metric} is not priced in a {est.mode} phase (phase: end-to-end prices it)")
     step = est.decode_step
     values: dict[str, Any] = {
         "input_tok_s_per_gpu": est.input_tok_s_per_gpu,
@@ -111,7 +128,7 @@ def metric_value(metric: str, est: Metrics) -> float:
     }
     v = values[metric]
     if v is None:
-        raise PlannerError(f"metric {metric} needs a decode step; this anchor's phase has none")
+        raise ScenarioError(f"metric: {metric} needs a decode step; this anchor's phase has none")
     return float(v)
 
 
@@ -144,9 +161,12 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
             [],
             format_validation_error(exc, f"anchor {aid}"),
             tol,
+            True,
         )
     except PlannerError as exc:
-        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], one_line(str(exc), 600), tol)
+        why = one_line(str(exc), 600)
+        bad = isinstance(exc, INPUT_ERRORS)
+        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], why, tol, bad)
     rel = (predicted - a.value) / a.value
     ok = abs(rel) <= a.tolerance
     return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, [*notes, *assumed], None, a.tolerance)
@@ -227,87 +247,6 @@ def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
     return metric_value(a.metric, estimate(res)), "estimate", [*res.assumed, *notes]
 
 
-THROUGHPUT_METRICS = {"input_tok_s_per_gpu", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "output_tok_s"}
-LATENCY_METRICS = {"ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s_per_user"}
-
-
-SIMULATED = {
-    "ttft_ms",
-    "tpot_ms",
-    "e2e_ms",
-    "output_tok_s",
-    "output_tok_s_per_gpu",
-    "input_tok_s_per_gpu",
-    "total_tok_s_per_gpu",
-    "output_tok_s_per_user",
-}
-
-
-def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving", statistic: str = "mean") -> float:
-    """Simulation at the anchor's traffic: at a stated concurrency, the closed loop of a benchmark
-    client (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a
-    steady state after a warm-up), keeping what the anchor's own `simulation` section sets (e.g. the
-    lengths its client draws; a section with its own arrival process or trace runs as it is); at a
-    rate, Poisson arrivals with the one simulation configuration of a deployment and its traffic
-    (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run it).
-    Latencies are the `statistic` (mean or median) over the measured requests."""
-    cfg = None  # the anchor's own section, else the standard configuration
-    if res.concurrency:  # the benchmark client's own pattern (requests fixed)
-        cfg = client_config(res.concurrency, client=client, given=res.simulation)
-    _, m = run_simulation(res, cfg)
-    stat = "p50" if statistic == "median" else "mean"
-    if metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
-        v = m[metric][stat]
-    elif metric == "output_tok_s_per_user":
-        v = 1000.0 / m["tpot_ms"][stat] if m["tpot_ms"][stat] else None
-    else:
-        v = m[metric]
-    if v is None:
-        raise PlannerError(f"simulation produced no {metric}")
-    return float(v)
-
-
-def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, limit: int = 4096) -> int:
-    """The largest total concurrency whose simulated mean TTFT/TPOT/E2E meet `slo` (the anchor's
-    `simulation` settings, else the benchmark client's closed loop: what `simulated_value` runs
-    for the latency metrics) within what the KV pool holds; 0 if one user does not meet it.
-    The estimator's answer `start` brackets the search (the two agree within a few percent), so
-    a handful of runs settle it. Latency is taken to grow with concurrency, as in the estimator's
-    search (`max_users_at_slo`)."""
-    pool = res.pool("decode", "aggregated")
-    cap = max_batch(res.deployment, res.isl, res.osl) * pool.instances
-    targets = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}
-
-    def ok(c: int) -> bool:
-        if c > cap:
-            return False
-        run = replace(res, concurrency=float(c), request_rate=None)
-        _, m = run_simulation(run, client_config(c, client=client, given=res.simulation), extend=False)
-        return all(t is None or (m[k]["mean"] is not None and m[k]["mean"] <= t) for k, t in targets.items())
-
-    lo, hi, step = 0, max(start, 1), 1
-    if ok(hi):  # step up, doubling, until a concurrency fails
-        lo = hi
-        while True:
-            hi = lo + step
-            if hi > limit:
-                return lo
-            if not ok(hi):
-                break
-            lo, step = hi, 2 * step
-    else:  # step down, doubling, until one passes (or none does)
-        while hi > 1:
-            c = max(hi - step, 1)
-            if ok(c):
-                lo = c
-                break
-            hi, step = c, 2 * step
-    while hi - lo > 1:  # lo passes (or is 0), hi fails
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
-
-
 def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:
     p = Path(path)
     data = load_yaml(p, finite=False)  # a NaN or infinity is an error row of its anchor, not of the file
@@ -334,6 +273,7 @@ def results_json(results: list[AnchorResult], summary: dict[str, Any]) -> dict[s
     for r in results:
         d = asdict(r)
         d.pop("tolerance")
+        d.pop("input_error")  # the documented row (shared/validation/README.md); the exit status says it
         if d["rel_error"] is not None:
             d["rel_error"] = round(d["rel_error"], 4)
         rows.append(d)

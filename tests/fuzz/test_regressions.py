@@ -164,10 +164,16 @@ def test_anchor_values_of_odd_types_are_error_rows_and_print(tmp_path):
     results, summary = validate_file(p)
     assert [r.error is None for r in results] == [True, False, False, False]
     assert math.isfinite(summary["median_abs_rel_error"])
-    out = runner.invoke(app, ["validate", str(p)])
-    assert out.exit_code == 0, out.output
+    assert [r.input_error for r in results] == [False, True, True, True]
+    out = runner.invoke(app, ["validate", str(p)])  # every row printed, then exit 2 for the invalid ones
+    assert out.exit_code == 2, out.output
+    assert "ok-one" in out.stdout
+    assert out.stderr.strip().splitlines() == [
+        "error: 3 of 4 anchors are invalid input (see their rows): ['x'], nan-value, bad-mtp"
+    ]
     out = runner.invoke(app, ["validate", str(p), "--json"])
-    assert json.loads(out.output)["summary"]["count"] == 4
+    assert out.exit_code == 2
+    assert json.loads(out.stdout)["summary"]["count"] == 4
 
 
 def test_markup_in_a_name_is_refused_and_errors_never_wrap(tmp_path):

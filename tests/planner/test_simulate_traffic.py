@@ -12,13 +12,24 @@ from planner.cli import app
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_trace_replay_names_its_rate_and_the_estimates():
-    out = CliRunner().invoke(
-        app, ["simulate", str(EXAMPLES / "deepseek-v3-h200-trace-replay.yaml"), "--requests", "600"]
-    )
+def test_trace_replay_names_its_rate_and_the_estimates(tmp_path):
+    text = (EXAMPLES / "deepseek-v3-h200-trace-replay.yaml").read_text()
+    p = tmp_path / "s.yaml"
+    text = text.replace("request_rate: 119}", "request_rate: 25}")  # the example's rate before it agreed
+    p.write_text(text.replace("../../shared", str((EXAMPLES / "../../shared").resolve())))
+    out = CliRunner().invoke(app, ["simulate", str(p), "--requests", "600"])
     assert out.exit_code == 0, out.output
     assert "traffic: trace replay (time_scale 25)" in out.output
     assert "prices workload.request_rate 25 req/s" in out.output
+
+
+def test_examples_state_one_traffic():
+    """The trace-replay and piecewise examples priced 25 and 5 req/s in the estimate while their
+    simulations ran 119 and 7.44 req/s: an example's workload.request_rate is the rate it simulates."""
+    for name in ("deepseek-v3-h200-trace-replay.yaml", "qwen3-235b-daily-ramp.yaml"):
+        out = CliRunner().invoke(app, ["simulate", str(EXAMPLES / name), "--json"])
+        assert out.exit_code == 0, out.output
+        assert "traffic_note" not in json.loads(out.output), name
 
 
 def test_poisson_traffic_has_no_mismatch_note(tmp_path):
@@ -28,5 +39,5 @@ def test_poisson_traffic_has_no_mismatch_note(tmp_path):
     out = CliRunner().invoke(app, ["simulate", str(p), "--json"])
     assert out.exit_code == 0, out.output
     summary = json.loads(out.output)
-    assert summary["traffic"].startswith("Poisson arrivals at 5 req/s")
+    assert summary["traffic"].startswith("Poisson arrivals at 7.44 req/s")
     assert "traffic_note" not in summary

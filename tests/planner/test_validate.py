@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.inputs.benchmarks import client_for
 from planner.search.unknowns import resolve_any
-from planner.search.validate import Anchor, results_json, simulated_value, validate_file
+from planner.search.validate import Anchor, results_json, simulated_value, unit_error, validate_file
 
 GOOD = {
     "id": "h200-decode",
@@ -85,8 +86,10 @@ def test_end_to_end_latency_anchors_are_simulated_and_say_so(tmp_path):
         "workload": {"isl": 500, "osl": 50, "concurrency": 4},
         "metric": "tpot_ms",
         "value": 20,
+        "unit": "ms",
     }
-    results, _ = validate_file(_file(tmp_path, [anchor, {**anchor, "id": "share", "metric": "decode_time_share_moe"}]))
+    share = {**anchor, "id": "share", "metric": "decode_time_share_moe", "unit": "fraction of decode step"}
+    results, _ = validate_file(_file(tmp_path, [anchor, share]))
     assert [r.method for r in results] == ["simulate", "estimate"]
 
 
@@ -97,6 +100,7 @@ def test_metrics_that_need_a_decode_step_say_so(tmp_path):
         "deployment": {"prefill": GOOD["deployment"]["decode"]},
         "metric": "decode_time_share_moe",
         "value": 0.4,
+        "unit": "fraction of decode step",
     }
     results, _ = validate_file(_file(tmp_path, [anchor]))
     assert "needs a decode step" in results[0].error
@@ -120,6 +124,7 @@ def test_max_users_at_an_e2e_slo_is_the_simulated_answer(tmp_path):
         "slo": {"e2e_ms": 15000},
         "metric": "max_users_at_slo",
         "value": 8,
+        "unit": "concurrent users",
     }
     (row,), _ = validate_file(_file(tmp_path, [anchor]))
     assert row.method == "simulate"
@@ -132,3 +137,50 @@ def test_max_users_at_an_e2e_slo_is_the_simulated_answer(tmp_path):
         return simulated_value("e2e_ms", replace(res, concurrency=float(c)), client_for("trtllm", None))
 
     assert e2e(users) <= 15000 < e2e(users + 1)
+
+
+def test_invalid_anchors_print_every_row_then_exit_2(tmp_path):
+    """Project rule: bad input exits 2 with one line naming it, for that item only; `validate` exited 0
+    when some anchors were error rows. A setup the prediction finds impossible (weights that do not fit)
+    is a documented row, not an input error."""
+    oom = {**GOOD, "id": "no-fit", "deployment": {"decode": {"instances": 1, "gpus_per_instance": 2, "tp": 2, "ep": 2}}}
+    bad = {**GOOD, "id": "unknown-gpu", "hardware": "h900"}
+    path = _file(tmp_path, [GOOD, oom, bad])
+    results, _ = validate_file(path)
+    assert [r.input_error for r in results] == [False, False, True]
+    assert "physically impossible" in str(results[1].error)
+    out = CliRunner().invoke(app, ["validate", str(path), "--json"])
+    assert out.exit_code == 2
+    assert [r["id"] for r in json.loads(out.stdout)["results"]] == ["h200-decode", "no-fit", "unknown-gpu"]
+    assert out.stderr == "error: 1 of 3 anchors are invalid input (see their rows): unknown-gpu\n"
+    out = CliRunner().invoke(app, ["validate", str(_file(tmp_path, [GOOD, oom]))])
+    assert out.exit_code == 0, out.output
+
+
+def test_a_unit_that_contradicts_the_metric_is_an_error_naming_unit(tmp_path):
+    anchors = [
+        {**GOOD, "id": "tput-in-ms", "unit": "ms"},
+        {**GOOD, "id": "tpot-in-tok-s", "metric": "tpot_ms", "value": 40, "unit": "tok/s"},
+        {**GOOD, "id": "share-in-ms", "metric": "decode_time_share_moe", "value": 0.4, "unit": "ms"},
+        {**GOOD, "id": "tpot-ok", "metric": "tpot_ms", "value": 40, "unit": "ms (mean TPOT)"},
+        {**GOOD, "id": "speed-ok", "metric": "output_tok_s_per_user", "value": 40, "unit": "output tok/s per user"},
+        {**GOOD, "id": "no-unit", "unit": ""},
+    ]
+    by_id = {r.id: r for r in validate_file(_file(tmp_path, anchors))[0]}
+    assert by_id["tput-in-ms"].error == (
+        "anchor tput-in-ms: unit: 'ms' does not agree with metric output_tok_s_per_gpu; "
+        "allowed: a tokens-per-second unit (e.g. 'output tok/s per GPU')"
+    )
+    assert "unit: 'tok/s' does not agree with metric tpot_ms; allowed: ms" in by_id["tpot-in-tok-s"].error
+    assert "allowed: a fraction" in by_id["share-in-ms"].error
+    assert all(by_id[i].input_error for i in ("tput-in-ms", "tpot-in-tok-s", "share-in-ms"))
+    assert all(by_id[i].error is None for i in ("tpot-ok", "speed-ok", "no-unit"))
+
+
+def test_every_published_anchor_unit_agrees_with_its_metric():
+    """The rule reads the units the corpus writes (validation/public, the seed file) without an error."""
+    root = Path(__file__).resolve().parents[2] / "validation" / "public"
+    files = [yaml.safe_load(f.read_text()) for f in root.glob("*.yaml")]
+    units = {(a["metric"], a.get("unit", "")) for d in files for a in d["anchors"]}
+    assert len(units) > 15
+    assert [u for u in units if unit_error(*u)] == []
