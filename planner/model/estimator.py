@@ -90,7 +90,8 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     spans isl / (budget - decode tokens) steps."""
     tps = tokens_per_step(pool)
     dec_tokens = b * (1 + drafts(pool))
-    budget = prefill_budget(pool) * pool.parallel.dp_attention
+    # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
+    budget = prefill_budget(pool) * pool.parallel.dp_attention * pool.parallel.pp
     c = b * tps * isl / (osl - 1) if osl > 1 else float(budget)
     limit = ""
     if c + dec_tokens > budget:  # the budget cannot prefill as fast as decodes finish: fewer decodes
