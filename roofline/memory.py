@@ -119,6 +119,17 @@ def activation_bytes(inst: InstanceSpec, max_step_tokens: int = 8192) -> float:
     return tokens * m.hidden_size * ACTIVATION_BYTES_PER_TOKEN_HIDDEN + min(tokens, 4096) * m.vocab_size / p.tp * 4
 
 
+def kv_needed_tokens(inst: InstanceSpec, role: str, seq_tokens: float) -> float:
+    """The KV (tokens of one attention group) an instance must hold to serve at all: the one rule of
+    the plan's fit check (planner/search/space.py), the estimate's memory plan and the simulator's
+    (simulator.engine.PoolDef). A prefill instance holds the prompt tokens of two steps per rank (the
+    batch in flight and the next, while the first one's KV is sent); a decode or aggregated instance
+    one sequence at its full length, `seq_tokens` (prompt + output)."""
+    if role == "prefill":
+        return 2.0 * inst.runtime.prefill_tokens_per_rank
+    return seq_tokens
+
+
 def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_tokens: int = 8192) -> MemoryPlan:
     """Lay out one GPU's memory. `kv_needed_tokens` is the KV (in tokens of one attention group)
     the caller must be able to hold, e.g. the prefill batch in flight; offload is sized to free

@@ -23,8 +23,8 @@ import simpy
 
 from roofline.comm import kv_transfer_time
 from roofline.deployment import InstanceSpec
-from roofline.errors import PlannerError
-from roofline.memory import MemoryPlan, plan_memory
+from roofline.errors import InsufficientMemoryError, PlannerError
+from roofline.memory import MemoryPlan, kv_needed_tokens, plan_memory
 from simulator.config import SimConfig
 from simulator.instances import AggregatedInstance, DecodeInstance, Instance, PrefillInstance
 from simulator.mtp import DraftSampler
@@ -44,11 +44,19 @@ class PoolDef:
     instances: int
     inst: InstanceSpec
     budget_tokens: int  # prefill tokens per step for the whole instance
+    seq_tokens: float = 0.0  # prompt + output of the workload's requests (the KV one sequence needs)
 
     def memory_plan(self) -> MemoryPlan:
-        """The memory plan each instance of this pool runs with: KV for two steps' prompt tokens per
-        attention-DP rank must fit beside the weights and activations."""
-        return plan_memory(self.inst, kv_needed_tokens=2 * self.budget_tokens / self.inst.parallel.dp_attention)
+        """The memory plan each instance of this pool runs with: the KV `roofline.memory.kv_needed_tokens`
+        asks of its role (as the plan's fit check and the estimate) must fit beside the weights."""
+        need = kv_needed_tokens(self.inst, self.role, self.seq_tokens)
+        try:
+            return plan_memory(self.inst, need)
+        except InsufficientMemoryError:
+            if self.role == "prefill":
+                raise
+            # no room for one sequence: each request is dropped with that reason (instances.NEVER_FITS)
+            return plan_memory(self.inst)
 
 
 @dataclass(slots=True)

@@ -261,7 +261,8 @@ class AggregatedInstance(Instance):
         st, ctx = self.state, self.ctx
         for i, gen in st.preempt_to_fit():
             ctx.preempted(self, i, gen)
-        room = self.budget - st.n * (1 + self.drafts)
+        # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
+        room = self.budget * self.timer.inst.parallel.pp - st.n * (1 + self.drafts)
         chunks, done = self.take_chunks(self._admit, room) if room > 0 else ([], [])
         if not chunks:
             if st.n:

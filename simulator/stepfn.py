@@ -6,7 +6,8 @@ once per step. Optionally each decode step draws its own expert-parallel load im
 max-rank load of `ep` ranks is approximated by the Gumbel limit of the maximum of `ep` normals,
 and the MoE share of the step scales with it around the expected imbalance that
 `step_cost` already includes. A mixed step (decodes and prefill chunks together, vLLM and TRT-LLM)
-is one `StepBatch` holding both, priced by the same `step_cost` as the estimator's mixed step.
+is one `StepBatch` holding both, priced by the same `step_cost` as the estimator's mixed step;
+with pp stages decode and mixed steps run as pp micro-batches in flight (`roofline.pipeline`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
 from roofline.ops import expected_imbalance
+from roofline.pipeline import pipelined_cost
 from roofline.step import step_cost
 
 KV_Q = 32
@@ -49,10 +51,13 @@ class StepTimer:
         self._a = math.sqrt(2 * math.log(ep)) if ep > 1 else 0.0
         self._k = inst.model.moe.top_k if inst.model.moe else 0
 
-    def _cost(self, batch: StepBatch) -> tuple[float, float]:
+    def _cost(self, batch: StepBatch, pipeline: bool = True) -> tuple[float, float]:
+        """A step's time and its expert-GEMM share. Decode and mixed steps run as pp micro-batches
+        in flight (`roofline.pipeline`, as the estimator prices them); a prefill-only step is one
+        batch through the stages in turn, as the estimator's prefill step."""
         self.calls += 1
-        c = step_cost(self.inst, batch, self.offload)
-        moe = sum(o.time_s for o in c.ops if o.name == "moe.experts")
+        c = pipelined_cost(self.inst, batch, self.offload) if pipeline else step_cost(self.inst, batch, self.offload)
+        moe = sum(o.time_s for o in c.ops if o.name == "moe.experts") * (self.inst.parallel.pp if pipeline else 1)
         return c.time_s, moe
 
     def decode(self, seqs: int, kv_sum: float, drafts: int) -> float:
@@ -61,7 +66,7 @@ class StepTimer:
         hit = self._decode.get(key)
         if hit is None:
             t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
-            pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep
+            pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep / self.inst.parallel.pp
             hit = self._decode[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
         return self._noisy(hit)
 
@@ -83,7 +88,7 @@ class StepTimer:
         if hit is None:
             per_new = max(1, round((key[1] + 0.5) * TOK_Q / n))
             per_prefix = round(key[2] * PREFIX_Q / n)
-            hit, _ = self._cost(StepBatch.prefill([(per_new, per_prefix)] * n))
+            hit, _ = self._cost(StepBatch.prefill([(per_new, per_prefix)] * n), pipeline=False)
             self._mixed[key] = hit
         return hit
 
@@ -99,11 +104,11 @@ class StepTimer:
         """One step of `seqs` decodes (KV lengths summing to `kv_sum`) and prefill `chunks`
         together; the chunks are spread over attention-DP ranks as in `prefill`, and the
         step's expert load draws its imbalance from all its tokens."""
-        if not seqs:
+        if not seqs and self.inst.parallel.pp == 1:
             return self.prefill(chunks)
-        bucket = int(kv_sum / seqs) // MIXED_KV_Q
+        bucket = int(kv_sum / seqs) // MIXED_KV_Q if seqs else 0
         n, new_q, prefix_q = self._spread(chunks)
-        key = (seq_grid(seqs), bucket, drafts, n, new_q, prefix_q)
+        key = (seq_grid(seqs) if seqs else 0, bucket, drafts, n, new_q, prefix_q)
         hit = self._both.get(key)
         if hit is None:
             per_new = max(1, round((new_q + 0.5) * TOK_Q / n))
@@ -111,6 +116,6 @@ class StepTimer:
             kv = (bucket + 0.5) * MIXED_KV_Q
             batch = StepBatch(key[0], key[0] * kv, ((per_new, per_prefix),) * n, drafts)
             t, moe = self._cost(batch)
-            pairs = batch.tokens * self._k / self.inst.parallel.ep
+            pairs = batch.tokens * self._k / self.inst.parallel.ep / self.inst.parallel.pp  # one micro-batch's
             hit = self._both[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
         return self._noisy(hit)

@@ -39,6 +39,7 @@ from planner.model.steps import (
 )
 from roofline.comm import kv_transfer_time
 from roofline.errors import KVCacheCapacityError, PlannerError
+from roofline.memory import kv_needed_tokens
 
 RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
 ITERATIONS = 60
@@ -77,7 +78,7 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
     m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p1
-    m.memory = {"prefill": memory(pre, 2 * prefill_budget(pre)), "decode": memory(dec)}
+    m.memory = {"prefill": memory(pre, kv_needed_tokens(pre.instance, "prefill", isl + osl)), "decode": memory(dec)}
     return m
 
 
@@ -90,7 +91,8 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     spans isl / (budget - decode tokens) steps."""
     tps = tokens_per_step(pool)
     dec_tokens = b * (1 + drafts(pool))
-    budget = prefill_budget(pool) * pool.parallel.dp_attention
+    # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
+    budget = prefill_budget(pool) * pool.parallel.dp_attention * pool.parallel.pp
     c = b * tps * isl / (osl - 1) if osl > 1 else float(budget)
     limit = ""
     if c + dec_tokens > budget:  # the budget cannot prefill as fast as decodes finish: fewer decodes
@@ -250,7 +252,7 @@ def estimate_prefill(res: Resolved) -> Metrics:
     rate = pool.instances * n / step.time_s
     m = Metrics("estimate", "prefill", pool.gpus, float(n * pool.instances), ttft_s=step.time_s)
     m.input_tok_s, m.prefill_step, m.assumed = rate * res.isl, step, list(res.assumed)
-    m.memory["prefill"] = memory(pool, 2 * prefill_budget(pool))
+    m.memory["prefill"] = memory(pool, kv_needed_tokens(pool.instance, "prefill", res.isl))
     return m
 
 

@@ -44,9 +44,16 @@ WARMUP_FRACTION = 0.3
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
-    """Every pool of the deployment; a prefill step holds up to the token budget per DP rank."""
+    """Every pool of the deployment; a prefill step holds up to the token budget per DP rank, and
+    a sequence runs to the workload's prompt + output."""
     return [
-        PoolDef(p.role, p.instances, p.instance, p.instance.runtime.prefill_tokens_per_rank * p.parallel.dp_attention)
+        PoolDef(
+            p.role,
+            p.instances,
+            p.instance,
+            p.instance.runtime.prefill_tokens_per_rank * p.parallel.dp_attention,
+            res.isl + res.osl,
+        )
         for p in res.deployment.pools
     ]
 

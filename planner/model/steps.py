@@ -15,6 +15,7 @@ from planner.model.deployment import Pool
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
 from roofline.memory import MemoryPlan, plan_memory
+from roofline.pipeline import pipelined
 from roofline.step import StepCost, step_cost
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
@@ -59,7 +60,7 @@ def decode_capacity(pool: Pool, ctx: float) -> int:
 
 def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
     """One decode step of one instance at `batch` sequences (rounded up); with pp, the batch is
-    split into pp micro-batches and the step is the pipeline latency of one of them x pp stages."""
+    split into pp micro-batches in flight (roofline.pipeline)."""
     inst = pool.instance
     pp = inst.parallel.pp
     seqs = max(1, math.ceil(batch / pp - 1e-9))
@@ -67,25 +68,7 @@ def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
 
 
 def _decode(inst: InstanceSpec, seqs: int, kv_len: float, n_drafts: int) -> StepCost:
-    return _pipelined(inst, step_cost(inst, StepBatch.decode(seqs, kv_len, n_drafts)))
-
-
-def _pipelined(inst: InstanceSpec, cost: StepCost) -> StepCost:
-    """The time for every sequence of the batch to advance one step when the batch runs as pp
-    micro-batches (`cost` is one micro-batch's step): with pp micro-batches in flight each stage
-    is busy all the time, so the batch advances once every pp x stage time, plus its share of the
-    last stage's head and the stage-to-stage hops."""
-    pp = inst.parallel.pp
-    if pp == 1:
-        return cost
-    return StepCost(
-        cost.stage_time_s * pp + (cost.time_s - cost.stage_time_s * pp) / pp,
-        cost.stage_time_s,
-        cost.ops,
-        cost.tokens * pp,
-        cost.hidden_comm_s,
-        cost.notes,
-    )
+    return pipelined(inst, step_cost(inst, StepBatch.decode(seqs, kv_len, n_drafts)))
 
 
 def decode_time(pool: Pool, batch: float, kv_len: float) -> float:
@@ -159,4 +142,4 @@ def _mixed(pool: Pool, seqs: int, kv_len: float, c: int, isl: int) -> StepCost:
         prefill_chunks=tuple(chunks),
         draft_tokens=drafts(pool) if seqs else 0,
     )
-    return _pipelined(pool.instance, step_cost(pool.instance, b, memory(pool).offloaded_bytes))
+    return pipelined(pool.instance, step_cost(pool.instance, b, memory(pool).offloaded_bytes))

@@ -27,6 +27,7 @@ from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.errors import PlannerError
+from roofline.memory import kv_needed_tokens
 from roofline.precision import PrecisionMix
 
 WIDE_EP = (16, 24, 32, 40, 48, 56, 64, 72, 96, 128, 144)
@@ -177,7 +178,7 @@ def candidates(
         if key not in fits:
             try:
                 p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac)
-                need = q.isl + q.osl if role != "prefill" else 2 * p.instance.runtime.prefill_tokens_per_rank
+                need = kv_needed_tokens(p.instance, role, q.isl + q.osl)  # as the simulator's PoolDef
                 fits[key] = memory(p, need).max_seqs(q.isl + q.osl) >= 1
                 if not fits[key]:
                     pruned["KV pool holds no sequence"] += 1

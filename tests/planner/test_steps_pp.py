@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from planner.model.deployment import Pool
 from planner.model.steps import decode_step, mixed_step
+from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec, Parallelism
+from roofline.pipeline import micro_batch, pipelined_cost
+from roofline.step import step_cost
+from simulator.stepfn import KV_Q, MIXED_KV_Q, StepTimer
 from tests.conftest import make_instance
 
 
@@ -46,3 +51,28 @@ def test_a_chunk_of_a_long_prompt_carries_its_share_of_the_causal_work():
         return sum(o.flops for o in step.ops if o.name == "attention.prefill")
 
     assert 4 * attention_flops(isl // 4) == pytest.approx(attention_flops(isl), rel=0.01)
+
+
+def test_a_micro_batch_holds_one_pp_th_of_the_linear_and_the_causal_work():
+    """roofline.pipeline.micro_batch: each prefill chunk keeps 1/pp of its tokens and of its causal
+    attention pairs (a cut chunk sits behind the average prefix of its pieces)."""
+    batch = StepBatch(10, 10 * 2000.0, ((8000, 0), (3000, 1000)))
+    half = micro_batch(batch, 2)
+    assert half.decode_seqs == 5
+    assert half.decode_kv_mean == batch.decode_kv_mean
+    assert half.prefill_tokens == batch.prefill_tokens / 2
+    assert half.causal_pairs() == pytest.approx(batch.causal_pairs() / 2, rel=1e-3)
+
+
+def test_the_simulator_prices_a_pp_step_as_the_estimator_does():
+    """Both sides run a PP2 step's batch as two micro-batches in flight (one step-cost path). Before,
+    the simulator priced the whole batch through both stages in turn: a 64-decode step of Llama-70B
+    on two RTX PRO 6000 read the latency of 64 sequences, the estimator two micro-batches of 32."""
+    pool = _pool(2)
+    kv = 47.5 * KV_Q  # on the simulator's KV grid
+    timer = StepTimer(pool.instance, np.random.default_rng(0), noise=False)
+    assert timer.decode(64, 64 * kv, 0) == pytest.approx(decode_step(pool, 64, kv).time_s, rel=1e-9)
+    kv_mixed = 11.5 * MIXED_KV_Q  # a mixed step: decodes on its KV grid, 2048 + half a 64-token bucket
+    mixed = timer.mixed(64, 64 * kv_mixed, [(2048, 0)], 0)
+    assert mixed == pytest.approx(pipelined_cost(pool.instance, StepBatch(64, 64 * kv_mixed, ((2080, 0),))).time_s)
+    assert mixed < 0.8 * step_cost(pool.instance, StepBatch(64, 64 * kv_mixed, ((2080, 0),))).time_s

@@ -13,6 +13,8 @@ import pytest
 from planner.inputs.scenario import load_scenario
 from planner.model.defaults import resolve
 from planner.model.simulate import run_simulation
+from planner.model.steps import memory
+from roofline.memory import kv_needed_tokens
 from simulator import SimConfig
 from simulator.engine import SimulationError
 from simulator.instances import NEVER_FITS
@@ -119,3 +121,24 @@ def test_command_line_overrides_are_validated_before_the_simulator_runs(flag, ma
     out = CliRunner().invoke(app, ["simulate", str(EXAMPLES / "llama-8b-bursty.yaml"), flag])
     assert out.exit_code == 2
     assert match in out.output
+
+
+def test_a_deployment_the_plan_finds_fitting_is_simulated_with_the_same_kv_rule():
+    """The plan's fit check, the estimate and the simulator ask one thing of an aggregated pool's KV
+    (roofline.memory.kv_needed_tokens): one sequence at its full length. Llama-70B bf16 on 2 H100 at
+    memory fraction 0.84 leaves 1.3 GB of KV, 7,800 tokens: enough for a 3,000-token sequence, so the
+    plan kept it, but the simulator asked for two 8,192-token prefill steps (2.7 GB) and refused it."""
+    base = {
+        "model": "llama-3.1-70b",
+        "hardware": "h100-sxm",
+        "engine": "vllm",
+        "deployment": {"aggregated": {"gpus_per_instance": 2, "tp": 2}},
+        "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "bf16", "moe": "bf16"},
+    }
+    res = scenario(base, {"isl": 2000, "osl": 1000, "concurrency": 2}, runtime={"mem_fraction": 0.84})
+    (pool,) = res.deployment.pools
+    fit = memory(pool, kv_needed_tokens(pool.instance, "aggregated", 3000))
+    assert fit.max_seqs(3000) >= 1  # what planner/search/space.py checks
+    _, sim = run_simulation(res, SimConfig(requests=40, seed=1))
+    _sane(sim)
+    assert sim["requests_dropped"] == 0

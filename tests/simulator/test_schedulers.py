@@ -117,3 +117,22 @@ def test_the_engines_running_request_limit_caps_the_batch():
     capped = simulate([PoolDef(p.role, 1, inst, p.budget_tokens)], wl, cfg).steps
     free = simulate(pool_defs(res), wl, cfg).steps
     assert capped[:, BATCH].max() <= 4 < free[:, BATCH].max()
+
+
+def test_each_pipeline_micro_batch_gets_the_whole_token_budget():
+    """vLLM V1 with pp stages schedules each of its pp in-flight micro-batches from the whole
+    max_num_batched_tokens (roofline.pipeline), so a PP2 instance with a 4096-token budget takes an
+    8000-token prompt in one step of two micro-batches; before, it cut it in two steps of 4096 + 3904."""
+    base = {
+        "model": "llama-3.1-8b",
+        "hardware": "h100-sxm",
+        "engine": "vllm",
+        "deployment": {"aggregated": {"gpus_per_instance": 2, "pp": 2}},
+        "runtime": {"max_prefill_tokens": 4096},
+    }
+    res = scenario(base, {"isl": 8000, "osl": 20, "concurrency": 1})
+    cfg = SimConfig(requests=3, seed=1, ep_imbalance_noise=False)
+    wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, None)
+    steps = simulate(pool_defs(res), wl, cfg).steps
+    assert steps[:, IN].max() == 8000
+    assert estimate(res).decode_step.tokens >= 7_900  # the estimator's mixed step holds it whole too
