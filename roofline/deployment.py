@@ -107,6 +107,11 @@ class RuntimeOptions(StrictModel):
     # scheduler, first detokenization and stream write): it delays each request's first token and
     # its end, never a step (planner/engines/*.yaml `request_overhead_ms`, sourced there).
     request_overhead_s: float = Field(default=0.0, ge=0)
+    # Disaggregated serving: whether a decode instance streams a request's first token only at the end
+    # of the first decode step that runs it (vLLM, TRT-LLM: the token comes out of a forward on the
+    # decode side) or as soon as its scheduler takes the request in (SGLang emits the token prefill sent
+    # with the KV). planner/engines/*.yaml `disagg_first_token_after_step`, sourced there.
+    disagg_first_token_after_step: bool = False
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
     # Scheduler settings (planner/engines/*.yaml): tokens one attention-DP rank prefills per step,
     # requests one rank runs at most (None: what the KV pool holds), the policy, the graph batch limit.

@@ -195,8 +195,11 @@ class Context:
         return int(self.table.osl[i] - max(self.table.generated[i], 1))
 
     def start_decode(self, inst: Instance, i: int, kv0: float) -> None:
-        self.table.on_first_token(i, self.env.now)  # a no-op unless the decode pool streams the first token
-        remaining = int(self.table.osl[i] - self.table.generated[i])
+        if inst.kind == "decode" and inst.timer.inst.runtime.disagg_first_token_after_step:
+            inst.first_pending.append(i)  # vLLM, TRT-LLM: the first token leaves with the first decode step
+        else:  # a no-op unless the decode pool streams the first token
+            self.table.on_first_token(i, self.env.now)
+        remaining = self.remaining(i)  # the first token counts as generated, streamed or not
         sampler = self.samplers.get(inst.uid)
         steps, per_step = sampler.steps(remaining) if sampler else (remaining, 1.0)
         inst.state.admit(i, kv0, steps, per_step, remaining)

@@ -60,6 +60,9 @@ class Instance:
         self.wake = ctx.env.event()
         self.pending = False  # work arrived since the loop last looked
         self.seen_blocks: set[int] = set()
+        # disaggregated requests admitted since the last step whose first token the engine streams at the
+        # end of their first decode step (RuntimeOptions.disagg_first_token_after_step)
+        self.first_pending: list[int] = []
 
     def notify(self) -> None:
         self.pending = True
@@ -135,7 +138,11 @@ class Instance:
         dt = self.timer.decode(st.n, st.context_sum(), self.drafts)
         tokens = st.t_sum
         self.ctx.record(self, st.n, tokens, 0)
+        first = [i for i in self.first_pending if i in st.running]
+        self.first_pending = []
         yield self.ctx.env.timeout(dt)
+        for i in first:
+            self.ctx.table.on_first_token(i, self.ctx.env.now)
         self._advance(tokens)
 
     def _advance(self, tokens: float) -> None:

@@ -73,8 +73,10 @@ def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float)
                 break
             b = b_new
     # the first token streams from the decode instance, which takes a request in between two steps:
-    # a KV arriving at a random time waits out the rest of the step in progress, half a step on average
-    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer + decode_time(dec, b, kv_len) / 2
+    # a KV arriving at a random time waits out the rest of the step in progress, half a step on average;
+    # engines whose decode side emits it from a forward (vLLM, TRT-LLM) add that whole first step
+    handoff = 1.5 if dec.instance.runtime.disagg_first_token_after_step else 0.5
+    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer + handoff * decode_time(dec, b, kv_len)
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
     m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p1

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import yaml
 
+from planner.model.defaults import Resolved
 from planner.model.estimator import estimate
 from planner.model.simulate import run_simulation
 from simulator import SimConfig
@@ -190,3 +192,36 @@ def test_attention_dp_prefill_chunks_a_prompt_at_its_rank_share_of_the_token_bud
     prefill_rows = steps[steps[:, 4] > 0]
     assert len(prefill_rows) == 6  # three prompts, two chunks each
     assert set(prefill_rows[:, 4]) == {2048.0}
+
+
+def _with_first_token_after_step(res: Resolved, after: bool) -> Resolved:
+    """`res` with its decode pool's `disagg_first_token_after_step` set to `after` (all else equal)."""
+    pools = []
+    for p in res.deployment.pools:
+        if p.role != "decode":
+            pools.append(p)
+            continue
+        rt = p.instance.runtime.model_copy(update={"disagg_first_token_after_step": after})
+        pools.append(replace(p, instance=p.instance.model_copy(update={"runtime": rt})))
+    return replace(res, deployment=replace(res.deployment, pools=tuple(pools)))
+
+
+def test_disaggregated_first_token_waits_for_the_first_decode_step_where_the_engine_computes_it():
+    """vLLM and TRT-LLM stream a disaggregated request's first token out of a decode-side forward (vLLM
+    recomputes token 1 once the KV has landed, PR #51919; planner/engines `disagg_first_token_after_step`),
+    SGLang as soon as its decode scheduler takes the request in. At one request in flight nothing else
+    moves, so each first token comes exactly one decode step later, and only the first token moves."""
+    res = scenario({**DISAGG_H200, "engine": "trtllm"}, {"isl": 500, "osl": 20, "concurrency": 1})
+    dec = res.deployment.first("decode")
+    assert dec is not None
+    assert dec.instance.runtime.disagg_first_token_after_step  # TRT-LLM's profile
+    cfg = SimConfig(requests=6, seed=2, closed_loop_ramp_s=0.0)
+    late, _ = run_simulation(res, cfg)
+    early, _ = run_simulation(_with_first_token_after_step(res, False), cfg)
+    starts = np.sort(late.steps[late.steps[:, 4] == 0][:, 0])  # decode steps, back to back while one runs
+    t0 = early.table.first_token  # admission: the start of the request's first decode step
+    assert np.isin(t0, starts).all()
+    np.testing.assert_array_equal(late.table.first_token, starts[np.searchsorted(starts, t0) + 1])
+    np.testing.assert_allclose(late.table.finish, early.table.finish)
+    est_late, est_early = estimate(res), estimate(_with_first_token_after_step(res, False))
+    assert est_late.ttft_s - est_early.ttft_s == pytest.approx(est_late.decode_step.time_s, rel=0.02)
