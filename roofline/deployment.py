@@ -112,6 +112,14 @@ class RuntimeOptions(StrictModel):
     # decode side) or as soon as its scheduler takes the request in (SGLang emits the token prefill sent
     # with the KV). planner/engines/*.yaml `disagg_first_token_after_step`, sourced there.
     disagg_first_token_after_step: bool = False
+    # Disaggregated serving: how the KV changes hands (planner/engines/*.yaml `disagg_kv_handoff`):
+    # `push` the prefill sends it when its forward ends and the decode scheduler takes the request in
+    # at a step boundary; `decode_pull` (vLLM NixlConnector, TRT-LLM cache transceiver) the decode
+    # scheduler takes the request in at a step boundary, allocates its KV and starts reading it, and
+    # sees the read finished only at a later step boundary; `prealloc_push` (SGLang) the decode
+    # scheduler pre-allocates the KV at a step boundary before the prefill may start, the prefill
+    # writes it after its forward and the decode scheduler polls for it at step boundaries.
+    disagg_kv_handoff: Literal["push", "decode_pull", "prealloc_push"] = "push"
     launch_gap_eager_us: float = Field(default=8.0, ge=0)  # PyTorch eager dispatch + launch per op
     # Scheduler settings (planner/engines/*.yaml): tokens one attention-DP rank prefills per step,
     # requests one rank runs at most (None: what the KV pool holds), the policy, the graph batch limit.

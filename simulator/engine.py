@@ -26,7 +26,9 @@ from roofline.deployment import InstanceSpec
 from roofline.errors import InsufficientMemoryError, PlannerError
 from roofline.memory import MemoryPlan, kv_needed_tokens, plan_memory
 from simulator.config import SimConfig
-from simulator.instances import AggregatedInstance, DecodeInstance, Instance, PrefillInstance
+from simulator.decode_instance import DecodeInstance
+from simulator.handoff import Handoff
+from simulator.instances import AggregatedInstance, Instance, PrefillInstance
 from simulator.mtp import DraftSampler
 from simulator.request import RequestTable
 from simulator.router import Router
@@ -71,8 +73,9 @@ class SimResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Context:
-    """Shared state of one run: environment, request table, router and hand-offs between pools."""
+class Context(Handoff):
+    """Shared state of one run: environment, request table, router; the hand-offs between pools are
+    `simulator.handoff.Handoff`'s."""
 
     def __init__(self, pools: list[PoolDef], wl: Workload, cfg: SimConfig, same_domain: bool) -> None:
         self.env = simpy.Environment()
@@ -87,6 +90,9 @@ class Context:
         self.samplers: dict[int, DraftSampler] = {}
         self.on_finish: Callable[[int], None] = lambda i: None
         self.transfer_s: Callable[[int], float] = lambda i: 0.0
+        self.prefill_at: dict[int, DecodeInstance] = {}
+        dec_pool = next((p for p in pools if p.role == "decode"), None)
+        self.handoff = dec_pool.inst.runtime.disagg_kv_handoff if dec_pool else "push"
         for p_idx, p in enumerate(pools):
             self._build_pool(p_idx, p, same_domain)
         # the serving path sits before the pool a request enters; a decode-only run takes prompts prefilled
@@ -130,21 +136,6 @@ class Context:
             self.by_role[p.role].append(inst)
             self.env.process(inst.run())
 
-    # ---- hand-offs
-    def arrive(self, i: int) -> None:
-        self.table.on_arrival(i, self.env.now)
-        if self.request_overhead_s:  # the serving path before the engine (RuntimeOptions.request_overhead_s)
-            self.env.timeout(self.request_overhead_s).callbacks.append(lambda _ev: self._admit(i))
-        else:
-            self._admit(i)
-
-    def _admit(self, i: int) -> None:
-        if self.decode_only:
-            self.table.on_prefill_start(i, self.env.now)
-            self._deliver(i, True)
-            return
-        self.router.to_prefill(i, self.table).enqueue_prefill(i, int(self.table.isl[i]))
-
     def cached_tokens(self, inst: Instance, i: int, context: int) -> int:
         if self.table.preemptions[i]:
             return 0  # a recompute prefills everything again
@@ -162,48 +153,6 @@ class Context:
         cached = min(cached, context - 1)
         self.table.cached[i] = cached
         return cached
-
-    def prefill_done(self, inst: Instance, i: int) -> None:
-        if inst.kind == "aggregated":
-            self.table.on_first_token(i, self.env.now)
-            if self.table.generated[i] >= self.table.osl[i]:
-                self.finished(inst, i)
-            else:
-                self.start_decode(inst, i, self.table.context(i) + 1)
-            return
-        delay = self.transfer_s(i)
-        first = self.table.preemptions[i] == 0
-        self.env.timeout(delay).callbacks.append(lambda _ev: self._deliver(i, first))
-
-    def _deliver(self, i: int, first: bool) -> None:
-        # A disaggregated request's first token (computed by prefill, sent with its KV) streams from the
-        # decode instance when its scheduler takes the request in (`start_decode`), not when the KV lands:
-        # SGLang's decode scheduler emits it from the prebuilt batch it builds out of its waiting queue
-        # (srt/disaggregation/decode.py get_new_prebuilt_batch, process_prebuilt), between two decode
-        # steps and only once KV is allocated. Prompts that arrive prefilled, or need no decode, end here.
-        if first and (self.decode_only or self.table.osl[i] <= 1):
-            self.table.on_first_token(i, self.env.now)
-        if self.table.generated[i] >= self.table.osl[i]:
-            self.finished(None, i)
-            return
-        dec = self.router.to_decode(i, self.table)
-        self.table.decode_instance[i] = dec.uid
-        dec.enqueue_decode(i)  # type: ignore[attr-defined]
-
-    def remaining(self, i: int) -> int:
-        """Output tokens request i still has to generate once (re)admitted to decode."""
-        return int(self.table.osl[i] - max(self.table.generated[i], 1))
-
-    def start_decode(self, inst: Instance, i: int, kv0: float) -> None:
-        if inst.kind == "decode" and inst.timer.inst.runtime.disagg_first_token_after_step:
-            inst.first_pending.append(i)  # vLLM, TRT-LLM: the first token leaves with the first decode step
-        else:  # a no-op unless the decode pool streams the first token
-            self.table.on_first_token(i, self.env.now)
-        remaining = self.remaining(i)  # the first token counts as generated, streamed or not
-        sampler = self.samplers.get(inst.uid)
-        steps, per_step = sampler.steps(remaining) if sampler else (remaining, 1.0)
-        inst.state.admit(i, kv0, steps, per_step, remaining)
-        self.table.decode_instance[i] = inst.uid
 
     def preempted(self, inst: Instance, i: int, gen: int) -> None:
         self.table.on_preempted(i, int(self.table.generated[i]) + gen)
@@ -229,7 +178,7 @@ class Context:
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
         kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
-        waiting = len(inst.queue) + len(getattr(inst, "waiting", ()))
+        waiting = len(inst.queue) + getattr(inst, "backlog", 0)
         self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
         if len(self.log) > self.cfg.max_steps:
             t = self.table

@@ -168,41 +168,6 @@ class PrefillInstance(Instance):
                 self.ctx.prefill_done(self, i)
 
 
-class DecodeInstance(Instance):
-    kind = "decode"
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.waiting: deque[int] = deque()
-
-    def enqueue_decode(self, i: int) -> None:
-        self.waiting.append(i)
-        self.notify()
-
-    def admit(self) -> None:
-        st, ctx = self.state, self.ctx
-        while self.waiting:
-            i = self.waiting[0]
-            kv0 = ctx.table.context(i) + 1
-            remaining = ctx.remaining(i)
-            if kv0 + st.window + remaining > st.capacity:  # can never finish here, even alone
-                self.waiting.popleft()
-                ctx.drop(i, NEVER_FITS)
-                continue
-            if not st.fits(kv0, remaining):
-                break
-            self.waiting.popleft()
-            ctx.start_decode(self, i, kv0)
-
-    def run(self) -> Generator[Any, Any, None]:
-        while True:
-            self.admit()
-            if not self.state.n:
-                yield self.sleep()
-                continue
-            yield from self.decode_step()
-
-
 class AggregatedInstance(Instance):
     kind = "aggregated"
 

@@ -2,7 +2,7 @@
 instance takes a prefilled one.
 
 - `round_robin`: in turn.
-- `least_loaded`: fewest queued prompt tokens (prefill) or fewest running + waiting (decode).
+- `least_loaded`: fewest queued prompt tokens (prefill) or fewest running + taken in or waiting (decode).
 - `kv_aware`: prefill goes where the longest cached prefix is (Mooncake hash blocks), ties to
   the least loaded; decode goes where the most KV is free.
 
@@ -80,4 +80,4 @@ class Router:
         pool = self._choices(pool)
         if self.policy == "kv_aware":
             return max(pool, key=lambda p: p.state.capacity - p.state.kv_tokens())
-        return min(pool, key=lambda p: p.state.n + len(getattr(p, "waiting", ())))
+        return min(pool, key=lambda p: p.state.n + getattr(p, "backlog", 0))

@@ -56,6 +56,11 @@ class SScheduler(_Strict):
     source: str
 
 
+class SHandoff(_Strict):
+    value: Literal["push", "decode_pull", "prealloc_push"]
+    source: str
+
+
 class SWindowShares(_Strict):
     value: Literal["window", "equal"]
     source: str
@@ -183,6 +188,7 @@ class EngineProfile(_Strict):
     mtp_default: SInt
     request_overhead_ms: SFloat
     disagg_first_token_after_step: SBool
+    disagg_kv_handoff: SHandoff
     fp8_kv_with_fp8_weights: SBool
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
     backends: Backends | None = None  # None: one runtime; else host time per runtime (overrides the above)
@@ -268,6 +274,7 @@ def runtime_options(
         kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
         disagg_first_token_after_step=p.disagg_first_token_after_step.value,
+        disagg_kv_handoff=p.disagg_kv_handoff.value,
         engine_kernels=dict(p.kernels.value) if p.kernels else {},
         custom_allreduce_max_bytes=p.custom_allreduce_max_bytes.value if p.custom_allreduce_max_bytes else 0,
     )

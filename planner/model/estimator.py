@@ -4,8 +4,8 @@ A deployment's operating point is parametrised by its mean decode batch per deco
 aggregated) instance; `point` gives every figure at that batch:
 - disaggregated: decode step -> TPOT (step / tokens per step, 1 + accepted MTP drafts); the
   decode pool's completion rate n b / ((osl - 1) TPOT) loads the prefill pool (M/D/1 wait at
-  that load) and TTFT = one request's prefill + wait + KV transfer over the link + half a decode step
-  (the decode instance streams the first token when it takes the request in, between two steps);
+  that load) and TTFT = one request's prefill + wait + the KV hand-off (`_handoff`: the transfer over
+  the link and the decode steps the engine's hand-off waits for);
 - aggregated, prefill-first (SGLang): prefill batches stall decoding, so TPOT stretches by
   1 / (1 - prefill utilisation); requests arriving during a scheduling cycle are prefilled together;
 - aggregated, mixed (vLLM, TRT-LLM): decodes and prefill chunks share each step within the token
@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from planner.model.defaults import Resolved
 from planner.model.deployment import Deployment, Pool
+from planner.model.disaggregated import disaggregated, md1_wait
 from planner.model.metrics import Metrics, add_request_overhead
 from planner.model.steps import (
     decode_capacity,
@@ -37,51 +38,11 @@ from planner.model.steps import (
     prefill_step,
     tokens_per_step,
 )
-from roofline.comm import kv_transfer_time
 from roofline.errors import KVCacheCapacityError, PlannerError
 from roofline.memory import kv_needed_tokens
 
 RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
 ITERATIONS = 60
-
-
-def _md1_wait(rho: float, service_s: float) -> float:
-    """Mean M/D/1 queueing delay."""
-    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
-
-
-def _disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
-    pre, dec = dep.first("prefill"), dep.first("decode")
-    assert pre is not None
-    assert dec is not None
-    step_p1, _ = prefill_step(pre, isl, 1)
-    step_pb, done = prefill_step(pre, isl)
-    mu = pre.instances * done / step_pb.time_s  # prefill pool capacity, requests/s
-    kv_bytes = isl * memory(dec).kv_bytes_per_token * dec.parallel.pp
-    transfer = kv_transfer_time(dep.hardware, dep.same_domain, kv_bytes)
-    tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
-    decode_s = max(osl - 1, 0) * tpot
-    x = dec.instances * b / decode_s if decode_s > 0 else mu
-    limit = ""
-    if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds, and the batch is what
-        x, limit = 0.999 * mu, "prefill pool at capacity"  # that rate keeps in flight
-        for _ in range(ITERATIONS):
-            b_new = x * decode_s / dec.instances if decode_s > 0 else b
-            tpot = decode_time(dec, b_new, kv_len) / tokens_per_step(dec)
-            decode_s = max(osl - 1, 0) * tpot
-            if abs(b_new - b) <= 1e-6 * b:
-                break
-            b = b_new
-    # the first token streams from the decode instance, which takes a request in between two steps:
-    # a KV arriving at a random time waits out the rest of the step in progress, half a step on average;
-    # engines whose decode side emits it from a forward (vLLM, TRT-LLM) add that whole first step
-    handoff = 1.5 if dec.instance.runtime.disagg_first_token_after_step else 0.5
-    ttft = step_p1.time_s + _md1_wait(x / mu, 1 / mu) + transfer + handoff * decode_time(dec, b, kv_len)
-    m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
-    m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
-    m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p1
-    m.memory = {"prefill": memory(pre, kv_needed_tokens(pre.instance, "prefill", isl + osl)), "decode": memory(dec)}
-    return m
 
 
 def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
@@ -118,7 +79,7 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
     rho = min(c / free, 0.999)
     steps = math.ceil(isl / free)
-    ttft = t / 2 + steps * step.time_s + _md1_wait(rho, step.time_s * isl / free)
+    ttft = t / 2 + steps * step.time_s + md1_wait(rho, step.time_s * isl / free)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
@@ -154,7 +115,7 @@ def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) ->
         x = 0.5 * x + 0.5 * x_new
     decode_s = max(osl - 1, 0) * tpot
     wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
-    ttft = step_p.time_s + wait + _md1_wait(rho, step_p.time_s / done)
+    ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, x * decode_s if decode_s else b
@@ -182,7 +143,7 @@ def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float) -> M
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
-    m = (_aggregated if dep.first("aggregated") else _disaggregated)(dep, isl, osl, kv_len, b)
+    m = (_aggregated if dep.first("aggregated") else disaggregated)(dep, isl, osl, kv_len, b)
     add_request_overhead(m, request_overhead_s(dep), osl)
     if b >= cap and not m.limit:
         m.limit = "decode KV capacity"
