@@ -223,15 +223,22 @@ def _mtp_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
     return per_pass
 
 
-def _host_bound(inst: InstanceSpec, b: StepBatch, gpu_s: float) -> OpTime | None:
+def _host_bound(inst: InstanceSpec, b: StepBatch, gpu_s: float, launches: float, graph: bool) -> OpTime | None:
     """Host time per step that the GPU waits for: each rank's executor does per-request work every
     iteration (`host_us_per_request` x its requests); an overlapping scheduler prepares step n+1
-    while the GPU runs step n, so the step lasts max(GPU time, host time) and the excess shows."""
-    per_req = inst.runtime.host_us_per_request
+    while the GPU runs step n, so the step lasts max(GPU time, host time) and the excess shows.
+    A PyTorch executor also launches every kernel of a step it does not replay from a CUDA graph
+    (steps with prefill: TRT-LLM captures generation-only batches) from Python, one eager dispatch
+    per kernel (`launch_gap_eager_us`) on the same host thread, so those launches are host time too;
+    programmatic dependent launch overlaps a kernel's prologue on the GPU, not its host dispatch."""
+    rt = inst.runtime
+    per_req = rt.host_us_per_request
     if not per_req:
         return None
     requests = (b.decode_seqs + len(b.prefill_chunks)) / inst.parallel.dp_attention
     host_s = per_req * 1e-6 * requests
+    if not graph and rt.backend == "pytorch":
+        host_s += launches * rt.launch_gap_eager_us * 1e-6
     if host_s <= gpu_s:
         return None
     return OpTime("host_per_request", "other", host_s - gpu_s, 0.0, 0.0, "host", "latency", "calibrated")
@@ -284,7 +291,7 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
         timed.append(
             OpTime("host_step_overhead", "other", rt.step_overhead_us * 1e-6, 0.0, 0.0, "host", "latency", "measured")
         )
-    host = _host_bound(inst, batch, sum(o.time_s for o in priced + timed))
+    host = _host_bound(inst, batch, sum(o.time_s for o in priced + timed), launches, graph)
     if host is not None:
         timed.append(host)
     all_ops = tuple(priced + timed)

@@ -55,3 +55,35 @@ def test_a_scenario_can_state_the_host_time_per_request():
     }
     stated = resolve(Scenario.model_validate(base | {"runtime": {"host_us_per_request": 5}}))
     assert stated.deployment.pools[0].instance.runtime.host_us_per_request == 5.0
+
+
+def _eager(backend: str, us: float = 1.0, pdl: bool = True):
+    inst = make_instance("qwen3-235b-a22b", "b200", gpus=4, tp=1, dp=4, ep=4, dense="nvfp4", moe="nvfp4")
+    rt = inst.runtime.model_copy(update={"host_us_per_request": us, "backend": backend, "pdl": pdl})
+    return inst.model_copy(update={"runtime": rt})
+
+
+def test_a_pytorch_executor_launches_an_eager_step_from_the_host():
+    """A step with prefill is not replayed from a CUDA graph: the PyTorch executor dispatches each of its
+    kernels from Python (launch_gap_eager_us per launch), host time that the GPU waits for once it
+    exceeds the GPU time, even with PDL (which overlaps prologues on the GPU, not host dispatch)."""
+    batch = StepBatch(8, 8 * 100, ((16, 0),) * 4)  # small: the GPU work is shorter than the launches
+    fast = _eager("pytorch").model_copy(
+        update={"runtime": _eager("pytorch").runtime.model_copy(update={"launch_gap_eager_us": 500.0})}
+    )
+    slow = step_cost(fast, batch)
+    host = next(o for o in slow.ops if o.name == "host_per_request")
+    assert host.time_s > 0
+    launches_s = slow.time_s - sum(o.time_s for o in slow.ops if o.name != "host_per_request")
+    assert launches_s == pytest.approx(host.time_s)
+    assert slow.time_s > step_cost(_eager("pytorch"), batch).time_s
+
+
+def test_eager_launches_are_not_host_time_for_graph_steps_or_a_tensorrt_engine():
+    """A decode-only step replays a CUDA graph (one launch), and a TensorRT engine is enqueued by the C++
+    executor: neither pays per-kernel Python dispatch."""
+    big = {"launch_gap_eager_us": 500.0}
+    for backend, batch in (("pytorch", StepBatch.decode(8, 100)), ("tensorrt", StepBatch(8, 800, ((16, 0),) * 4))):
+        inst = _eager(backend)
+        inst = inst.model_copy(update={"runtime": inst.runtime.model_copy(update=big)})
+        assert all(o.name != "host_per_request" for o in step_cost(inst, batch).ops)
