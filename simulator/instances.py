@@ -84,21 +84,29 @@ class Instance:
         self.queued_tokens += context - cached
         self.notify()
 
-    def take_chunks(self, fits: Any = None, budget: int | None = None) -> tuple[list[tuple[int, int]], list[int]]:
+    def take_chunks(
+        self, fits: Any = None, budget: int | None = None
+    ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
         """Chunks for one step within `budget` prefill tokens (default: the whole token budget);
-        returns (chunks, finished ids). Under attention DP the budget is split over the ranks, as
-        SGLang splits chunked_prefill_size (server_args `_handle_data_parallelism`): each rank takes
-        whole prompts, or a chunk of one, up to its share; a prompt sits on one rank, so what a rank
-        cannot take of it waits for the next step while the prompts behind it go to the other ranks."""
+        returns (chunks, the attention-DP rank of each, finished ids). Under attention DP the budget
+        is split over the ranks, as SGLang splits chunked_prefill_size (server_args
+        `_handle_data_parallelism`): each rank takes whole prompts, or a chunk of one, up to its share;
+        a prompt sits on one rank, so what a rank cannot take of it waits for the next step while the
+        prompts behind it go to the other ranks. Prompts go to the ranks in turn, as the engines spread
+        new requests over their DP ranks (TRT-LLM executor_request_queue `_balance_requests_across_ranks`:
+        the rank with the fewest active tokens; SGLang's DP controller: round robin; vLLM: the
+        least-loaded engine core)."""
         budget = self.budget if budget is None else budget
         dp = self.timer.inst.parallel.dp_attention
         share = max(1, budget // dp)
         chunks: list[tuple[int, int]] = []
+        on: list[int] = []  # the rank of each chunk
         done: list[int] = []
         cut: list[list[int]] = []  # prompts chunked this step, back to the head of the queue after it
         now, table = self.ctx.env.now, self.ctx.table
-        ranks, left = 1, share
-        while self.queue and budget > 0 and ranks <= dp:
+        left = [share] * dp  # what each rank may still take this step
+        full, r = 0, 0
+        while self.queue and budget > 0 and full < dp:
             entry = self.queue[0]
             if fits is not None and entry[3]:
                 ok = fits(entry)  # None: the prompt was dropped, look at the next one
@@ -106,13 +114,17 @@ class Instance:
                     continue
                 if not ok:
                     break
-            take = min(entry[1], left, budget)
+            while not left[r]:
+                r = (r + 1) % dp
+            take = min(entry[1], left[r], budget)
             entry[3] = 0
             table.on_prefill_start(entry[0], now)
             chunks.append((take, entry[2]))
+            on.append(r)
             entry[1] -= take
             entry[2] += take
-            left -= take
+            left[r] -= take
+            full += not left[r]
             budget -= take
             self.queued_tokens -= take
             self.queue.popleft()
@@ -120,10 +132,9 @@ class Instance:
                 cut.append(entry)  # the rest of this prompt goes in the next step
             else:
                 done.append(entry[0])
-            if entry[1] or not left:
-                ranks, left = ranks + 1, share
+            r = (r + 1) % dp  # the next prompt to the next rank, as the engines' DP balancers spread them
         self.queue.extendleft(reversed(cut))
-        return chunks, done
+        return chunks, on, done
 
     def run(self) -> Generator[Any, Any, None]:
         raise NotImplementedError
@@ -161,9 +172,9 @@ class PrefillInstance(Instance):
             if not self.queue:
                 yield self.sleep()
                 continue
-            chunks, done = self.take_chunks()
+            chunks, on, done = self.take_chunks()
             self.ctx.record(self, len(chunks), 0, sum(c[0] for c in chunks))
-            yield env.timeout(self.timer.prefill(chunks))
+            yield env.timeout(self.timer.prefill(chunks, on))
             for i in done:
                 self.ctx.prefill_done(self, i)
 
@@ -217,10 +228,10 @@ class AggregatedInstance(Instance):
 
     def _prefill_first_step(self) -> Generator[Any, Any, None]:
         """SGLang: a pending prefill batch runs before the next decode step."""
-        chunks, done = self.take_chunks(self._admit)
+        chunks, on, done = self.take_chunks(self._admit)
         if chunks:
             self.ctx.record(self, self.state.n, 0, sum(c[0] for c in chunks))
-            yield self.ctx.env.timeout(self.timer.prefill(chunks))
+            yield self.ctx.env.timeout(self.timer.prefill(chunks, on))
             self._prefilled(done)
         elif self.state.n:
             yield from self.decode_step()
@@ -235,7 +246,7 @@ class AggregatedInstance(Instance):
             ctx.preempted(self, i, gen)
         # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
         room = self.budget * self.timer.inst.parallel.pp - st.n * (1 + self.drafts)
-        chunks, done = self.take_chunks(self._admit, room) if room > 0 else ([], [])
+        chunks, on, done = self.take_chunks(self._admit, room) if room > 0 else ([], [], [])
         if not chunks:
             if st.n:
                 yield from self.decode_step()
@@ -244,7 +255,7 @@ class AggregatedInstance(Instance):
             return
         n, tokens = st.n, st.t_sum
         ctx.record(self, n, tokens, sum(c[0] for c in chunks))
-        yield ctx.env.timeout(self.timer.mixed(n, st.context_sum(), chunks, self.drafts))
+        yield ctx.env.timeout(self.timer.mixed(n, st.context_sum(), chunks, self.drafts, on))
         if n:
             self._advance(tokens)
         self._prefilled(done)

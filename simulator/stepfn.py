@@ -78,11 +78,11 @@ class StepTimer:
             t += moe * (drawn / expected - 1)
         return t
 
-    def prefill(self, chunks: list[tuple[int, int]]) -> float:
-        """A prefill step over `chunks` of (new tokens, cached prefix). Whole prompts sit on one
-        attention-DP rank each and ranks step together, so the step is timed as if every rank
-        carried the busiest rank's share (chunk count rounded up to a multiple of dp)."""
-        n, new_q, prefix_q = self._spread(chunks)
+    def prefill(self, chunks: list[tuple[int, int]], ranks: list[int] | None = None) -> float:
+        """A prefill step over `chunks` of (new tokens, cached prefix), chunk i on attention-DP rank
+        `ranks[i]` (None: each on a rank of its own). Ranks step together, so the step is timed as if
+        every rank carried the busiest rank's chunks (`_spread`)."""
+        n, new_q, prefix_q = self._spread(chunks, ranks)
         key = (n, new_q, prefix_q, 0, 0)
         hit = self._mixed.get(key)
         if hit is None:
@@ -92,22 +92,38 @@ class StepTimer:
             self._mixed[key] = hit
         return hit
 
-    def _spread(self, chunks: list[tuple[int, int]]) -> tuple[int, int, int]:
-        """Chunk count rounded up to a multiple of dp, and the new and prefix tokens at that count."""
+    def _spread(self, chunks: list[tuple[int, int]], ranks: list[int] | None) -> tuple[int, int, int]:
+        """The step as dp copies of its busiest rank's chunks (most new tokens): their count times dp,
+        their new tokens times dp, and the cached prefix at which that many equal chunks carry their
+        causal attention work (a chunk of k new tokens behind p attends k p + k (k + 1) / 2 keys), so a
+        prompt's last piece behind its long prefix beside a fresh prompt keeps its work, which the mean
+        prefix would overstate. Without `ranks` each chunk sits on a rank of its own."""
         dp = self.inst.parallel.dp_attention
-        n = math.ceil(len(chunks) / dp) * dp
-        new = sum(c[0] for c in chunks) * n / len(chunks)
-        prefix = sum(c[1] for c in chunks) * n / len(chunks)
-        return n, int(new // TOK_Q), int(prefix // PREFIX_Q)
+        busiest = chunks
+        if ranks is not None and dp > 1:
+            per_rank: dict[int, list[tuple[int, int]]] = {}
+            for c, r in zip(chunks, ranks, strict=True):
+                per_rank.setdefault(r, []).append(c)
+            busiest = max(per_rank.values(), key=lambda cs: sum(k for k, _ in cs))
+            copies = float(dp)
+        else:
+            copies = math.ceil(len(chunks) / dp) * dp / len(chunks)  # their count up to a multiple of dp
+        new = sum(c[0] for c in busiest)
+        pairs = sum(k * p + k * (k + 1) / 2 for k, p in busiest)
+        prefix = max(pairs / new - (new / len(busiest) + 1) / 2, 0.0)  # per chunk
+        n = round(len(busiest) * copies)
+        return n, int(new * copies // TOK_Q), int(prefix * n // PREFIX_Q)
 
-    def mixed(self, seqs: int, kv_sum: float, chunks: list[tuple[int, int]], drafts: int) -> float:
+    def mixed(
+        self, seqs: int, kv_sum: float, chunks: list[tuple[int, int]], drafts: int, ranks: list[int] | None = None
+    ) -> float:
         """One step of `seqs` decodes (KV lengths summing to `kv_sum`) and prefill `chunks`
         together; the chunks are spread over attention-DP ranks as in `prefill`, and the
         step's expert load draws its imbalance from all its tokens."""
         if not seqs and self.inst.parallel.pp == 1:
-            return self.prefill(chunks)
+            return self.prefill(chunks, ranks)
         bucket = int(kv_sum / seqs) // MIXED_KV_Q if seqs else 0
-        n, new_q, prefix_q = self._spread(chunks)
+        n, new_q, prefix_q = self._spread(chunks, ranks)
         key = (seq_grid(seqs) if seqs else 0, bucket, drafts, n, new_q, prefix_q)
         hit = self._both.get(key)
         if hit is None:
