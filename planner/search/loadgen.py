@@ -121,13 +121,16 @@ def meets(s: dict[str, float], slo: SLOSpec) -> bool:
 
 RESOLUTION = 0.01  # the search stops when the passing and failing rates are within 1% of each other
 MAX_PROBES = 24
+# the bracket's steps from the estimator's saturated rate: a limit met near saturation (Server) is
+# bracketed in one or two steps, a tight one (Interactive) in a few more, each cheaper (fewer samples)
+STEP_UP, STEP_DOWN = 1.1, 0.8
 
 
 def max_rate_within(res: Resolved, slo: SLOSpec, run: LoadGenRun) -> tuple[float, dict[str, float], list[str]]:
     """The highest Poisson rate whose simulated LoadGen run meets `slo` at p99, found as a submitter
     finds it (a rate that passes, one that fails, halved until within RESOLUTION), and that run's
-    summary. The estimator's saturated throughput brackets the search. Raises PlannerError when even
-    a rate of 1/64 of it fails."""
+    summary. The bracket starts at the estimator's saturated rate and steps by STEP_UP / STEP_DOWN.
+    Raises PlannerError when even a rate of 1/64 of it fails."""
     cap = estimate(replace(res, request_rate=None, concurrency=None)).output_tok_s / max(res.osl, 1)
     if not math.isfinite(cap) or cap <= 0:
         raise PlannerError("LoadGen search: the estimator gives no saturated throughput to bracket the rate")
@@ -139,13 +142,13 @@ def max_rate_within(res: Resolved, slo: SLOSpec, run: LoadGenRun) -> tuple[float
 
     lo, hi = 0.0, cap
     if ok(hi):  # the estimate's saturated rate passes: step up until one fails
-        lo, hi = hi, hi * 1.25
+        lo, hi = hi, hi * STEP_UP
         while ok(hi) and len(probes) < MAX_PROBES:
-            lo, hi = hi, hi * 1.25
-    else:
-        r = hi / 2
+            lo, hi = hi, hi * STEP_UP
+    else:  # step down geometrically until one passes
+        r = hi * STEP_DOWN
         while not ok(r):
-            hi, r = r, r / 2
+            hi, r = r, r * STEP_DOWN
             if r < cap / 64:
                 raise PlannerError(f"LoadGen search: no rate down to {r:.4g} samples/s meets the slo at p99")
         lo = r
