@@ -24,7 +24,8 @@ scenario with tighter limits), as `planner validate` simulates an anchor that na
 A submitter reports the highest rate it found whose run meets the constraints; `max_rate_within`
 searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples:
 a longer LoadGen run (e.g. 600 s at 1,000 samples/s) is simulated for its first MAX_REQUESTS
-samples, and the result says so.
+samples (its latencies are theirs; its tokens/s their rate over the full run's length), and the
+result says so.
 """
 
 from __future__ import annotations
@@ -84,9 +85,12 @@ def _pct(x: np.ndarray, p: float) -> float:
     return float(s[min(int(len(s) * p), len(s) - 1)])
 
 
-def stats(result: SimResult) -> dict[str, float]:
+def stats(result: SimResult, full: int | None = None) -> dict[str, float]:
     """LoadGen's summary of a run: means and p99s over every sample (a dropped sample never
-    completes: its latency counts as infinite), and completed output tokens per second."""
+    completes: its latency counts as infinite), and completed output tokens per second. A run cut
+    to its first samples (`full`: the samples LoadGen issues) keeps its own token rate over the
+    full run's length, plus its own drain (last arrival to last completion) once, as LoadGen's
+    tokens / final_query_all_samples_done_time counts it."""
     t = result.table
     lat = latencies(result)
     n = len(t)
@@ -94,13 +98,20 @@ def stats(result: SimResult) -> dict[str, float]:
     ttft = np.where(ok, lat["ttft"], np.inf)
     tpot = np.where(ok, np.nan_to_num(lat["tpot"], nan=0.0), np.inf)
     done = float(np.nanmax(t.finish[ok])) if ok.any() else math.inf
+    if full and full > n and ok.any():
+        issued = float(np.nanmax(t.arrival))
+        scale = full / n
+        done = issued * scale + (done - issued)
+        tokens = float(t.osl[ok].sum()) * scale
+    else:
+        tokens = float(t.osl[ok].sum())
     return {
         "samples": float(n),
         "ttft_mean_s": float(ttft.mean()) if ok.all() else math.inf,
         "tpot_mean_s": float(tpot.mean()) if ok.all() else math.inf,
         "ttft_p99_s": _pct(ttft, PERCENTILE),
         "tpot_p99_s": _pct(tpot, PERCENTILE),
-        "output_tok_s": float(t.osl[ok].sum()) / done if ok.any() else 0.0,
+        "output_tok_s": tokens / done if ok.any() else 0.0,
     }
 
 
@@ -109,7 +120,7 @@ def run_at(res: Resolved, rate: float, run: LoadGenRun) -> tuple[dict[str, float
     at = replace(res, request_rate=rate, concurrency=None)
     cfg, notes = config(at, rate, run)
     result, _ = run_simulation(at, cfg, extend=False)
-    return stats(result), notes
+    return stats(result, max(run.min_query_count, math.ceil(rate * run.min_duration_ms / 1000.0))), notes
 
 
 def meets(s: dict[str, float], slo: SLOSpec) -> bool:

@@ -11,6 +11,7 @@ import yaml
 
 from planner.inputs.scenario import ScenarioError, SLOSpec, parse_scenario
 from planner.model.defaults import resolve
+from planner.model.simulate import run_simulation
 from planner.search import loadgen
 from planner.search.loadgen import LoadGenRun
 from planner.search.validate import validate_file
@@ -104,3 +105,17 @@ def test_validate_routes_loadgen_anchors_and_refuses_a_loadgen_section_without_t
     assert any("mean over all" in n for n in rows["lg-ttft"].assumed)
     assert rows["bad"].predicted is None
     assert "loadgen" in (rows["bad"].error or "")
+
+
+def test_a_cut_run_counts_its_drain_once_over_the_full_runs_length():
+    """LoadGen's tokens/s is tokens / the last completion of the whole run; a run simulated for its
+    first samples keeps its token rate over the full length and its drain once."""
+    res = resolve(parse_scenario({**LLAMA, "workload": {"isl": 800, "osl": 64, "request_rate": 50.0}}))
+    cfg, _ = loadgen.config(res, 50.0, SHORT)
+    result, _ = run_simulation(res, cfg, extend=False)
+    t = result.table
+    issued, done, tokens = float(t.arrival.max()), float(t.finish.max()), float(t.osl.sum())
+    assert loadgen.stats(result)["output_tok_s"] == pytest.approx(tokens / done)
+    cut = loadgen.stats(result, full=4 * len(t))["output_tok_s"]
+    assert cut == pytest.approx(4 * tokens / (4 * issued + done - issued))
+    assert cut > tokens / done  # the drain weighs less in a longer run
