@@ -121,7 +121,8 @@ def apply(anchor: dict[str, Any]) -> dict[str, Any]:
     f = FACTS[name]
     anchor["workload"]["isl"] = round(f["mean"])
     anchor["notes"] = str(anchor["notes"]).replace(OLD_NOTE, note(name))
-    sim = {"input_len": {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}}
+    lengths = {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}
+    sim = {**(anchor.get("simulation") or {}), "input_len": lengths}
     out: dict[str, Any] = {}
     for k, v in anchor.items():
         if k != "simulation":

@@ -29,6 +29,9 @@ from planner.model.metrics import Metrics
 from planner.search import mtp_choice
 from planner.search.anchor_sim import SIMULATED, simulated_max_users, simulated_value
 from planner.search.anchor_units import LATENCY_METRICS, THROUGHPUT_METRICS, unit_error
+from planner.search.loadgen import CLIENT as LOADGEN
+from planner.search.loadgen import LoadGenRun
+from planner.search.loadgen import predict as loadgen_predict
 from planner.search.unknowns import resolve_any, search_deployment
 from roofline.errors import CatalogError, DeploymentError, PlannerError, PrecisionError
 from simulator.config import SimConfigError
@@ -64,7 +67,10 @@ class Anchor(Scenario):
     derived: bool = False  # the value was computed from quoted numbers (the derivation is in notes)
     # the benchmark client that measured it, where the source says (planner.inputs.benchmarks PRESETS);
     # None: the engine's own serving benchmark
-    client: Literal[tuple(PRESETS)] | None = None  # type: ignore[valid-type]
+    client: Literal[(*PRESETS, LOADGEN)] | None = None  # type: ignore[valid-type]
+    # the LoadGen run's length as its log states it ('Test Parameters Used'); only with client
+    # mlperf-loadgen-server (planner.search.loadgen), whose defaults are mlperf.conf's
+    loadgen: LoadGenRun | None = None
     # which statistic over requests a latency value is (ttft_ms, tpot_ms, e2e_ms; output_tok_s_per_user is
     # 1000 / TPOT of that statistic, as InferenceX's interactivity = 1000 / median TPOT): a simulated
     # prediction reads the same statistic of its requests; the steady-state estimate has only the mean
@@ -78,6 +84,8 @@ class Anchor(Scenario):
         why = unit_error(self.metric, self.unit)
         if why:
             raise ValueError(why)
+        if self.loadgen is not None and self.client != LOADGEN:
+            raise ValueError(f"loadgen: describes a LoadGen run; give it with client: {LOADGEN}")
         return self
 
 
@@ -215,6 +223,15 @@ def _predict_mtp(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
 
 
 def _predict_any(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
+    if a.client != LOADGEN:
+        return _predict_default(a, base_dir)
+    # LoadGen's Server run (planner.search.loadgen), on the stated deployment or the one searched for the metric
+    res = resolve_any(a, base_dir, a.metric)
+    value, notes = loadgen_predict(res, a.metric, a.slo, a.loadgen or LoadGenRun(), a.phase, a.statistic)
+    return value, "simulate", [*res.assumed, *notes]
+
+
+def _predict_default(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
     slo_bound = a.metric in THROUGHPUT_METRICS and a.slo is not None and a.phase == "end-to-end"
     if slo_bound and not a.deployment.known:
         assert a.slo is not None
