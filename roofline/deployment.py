@@ -127,6 +127,10 @@ class RuntimeOptions(StrictModel):
     max_running_per_rank: int | None = Field(default=None, gt=0)
     scheduler: Literal["prefill_first", "mixed"] = "prefill_first"
     cuda_graph_max_batch_per_rank: int = Field(default=512, gt=0)
+    # TRT-LLM attention-DP balance (attention_dp_config enable_balance; simulator/adp_balance.py): context
+    # requests held until every rank has one, or for up to timeout_iters iterations; None: off
+    adp_balance_timeout_iters: int | None = Field(default=None, ge=0)
+    adp_balance_batching_wait_iters: int = Field(default=0, ge=0)
 
     @property
     def launch_gap_s(self) -> float:

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from simulator.adp_balance import ADPBalance
 from simulator.decode_state import DecodeState
 from simulator.stepfn import StepTimer
 
@@ -174,6 +175,9 @@ class AggregatedInstance(Instance):
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.holding: dict[int, tuple[float, float]] = {}  # id -> (committed, occupied) while prefilling
+        rt, dp = self.timer.inst.runtime, self.timer.inst.parallel.dp_attention
+        on = rt.adp_balance_timeout_iters is not None and dp > 1  # TRT-LLM attention-DP balance
+        self.adp = ADPBalance(dp, rt.adp_balance_timeout_iters or 0, rt.adp_balance_batching_wait_iters) if on else None
 
     def _admit(self, entry: list[int]) -> bool | None:
         """Admit a new prompt if its KV and output reservation fit; reserve them at once.
@@ -208,12 +212,19 @@ class AggregatedInstance(Instance):
         st = self.state
         with_queue = self._mixed_step if self.timer.inst.runtime.scheduler == "mixed" else self._prefill_first_step
         while True:
-            if self.queue:
+            if self.queue and (self.adp is None or self._adp_release()):
                 yield from with_queue()
             elif st.n:
+                if self.adp is not None and not self.queue:
+                    self._adp_release()  # the balance's counts advance on every iteration
                 yield from self.decode_step()
             else:
                 yield self.sleep()  # an arrival, or KV freed by a finish, wakes it
+
+    def _adp_release(self) -> bool:
+        st = self.state
+        assert self.adp is not None
+        return self.adp.release(len(self.queue), st.n, st.n + len(self.holding), st.max_running)
 
     def _prefill_first_step(self) -> Generator[Any, Any, None]:
         """SGLang: a pending prefill batch runs before the next decode step."""

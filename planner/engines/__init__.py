@@ -66,6 +66,17 @@ class SWindowShares(_Strict):
     source: str
 
 
+class ADPBalanceDefaults(_Strict):
+    enabled: bool
+    timeout_iters: int
+    batching_wait_iters: int
+
+
+class SADPBalance(_Strict):
+    value: ADPBalanceDefaults
+    source: str
+
+
 class SBackend(_Strict):
     value: Literal["pytorch", "tensorrt"]
     source: str
@@ -196,6 +207,7 @@ class EngineProfile(_Strict):
     mem_reserve: SReserve | None = None  # None: the flat mem_fraction; else the engine's own rule
     kernels: SKernels | None = None  # None: the architecture's default kernels (set per arch below)
     custom_allreduce_max_bytes: SInt | None = None  # None: TP all-reduces go through NCCL
+    adp_balance: SADPBalance | None = None  # None: the engine has no attention-DP balance
     arch: dict[str, ArchOverride] = {}
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
@@ -278,6 +290,7 @@ def runtime_options(
         engine_kernels=dict(p.kernels.value) if p.kernels else {},
         custom_allreduce_max_bytes=p.custom_allreduce_max_bytes.value if p.custom_allreduce_max_bytes else 0,
     )
+    values.update(_adp_balance(p, stated))
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)
 
@@ -294,6 +307,19 @@ def _backend(p: EngineProfile, engine: str, stated: object, say: list[str]) -> d
         say.append(f"runtime.backend: {stated} ({engine} default: {p.backends.default.source})")
     host = p.backends.host_us_per_request[stated]  # type: ignore[index]
     return {"backend": stated, "host_us_per_request": host.value}
+
+
+def _adp_balance(p: EngineProfile, stated: dict[str, object]) -> dict[str, object]:
+    """TRT-LLM's attention-DP balance: on where a scenario states either count (the other from the
+    engine's defaults) or the profile turns it on; off (timeout None) otherwise."""
+    timeout, wait = stated.pop("adp_balance_timeout_iters", None), stated.pop("adp_balance_batching_wait_iters", None)
+    d = p.adp_balance.value if p.adp_balance else None
+    if d is None or (timeout is None and wait is None and not d.enabled):
+        return {"adp_balance_timeout_iters": None, "adp_balance_batching_wait_iters": 0}
+    return {
+        "adp_balance_timeout_iters": d.timeout_iters if timeout is None else timeout,
+        "adp_balance_batching_wait_iters": d.batching_wait_iters if wait is None else wait,
+    }
 
 
 def _worth_noting(key: str, value: object, wide: bool) -> bool:

@@ -130,11 +130,18 @@ class RuntimeSpec(InputModel):
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most
     # MAX_PREFILL_CHUNKS steps (checked against isl in Scenario)
     max_prefill_tokens: Annotated[int, Field(ge=16, le=MAX_TOKENS)] | Unknown = "unknown"
+    # requests one attention-DP rank runs at most (TRT-LLM max_batch_size, per rank with attention DP;
+    # vLLM max_num_seqs; SGLang max_running_requests / dp); unknown: the engine profile's default
+    max_running_per_rank: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Unknown = "unknown"
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
     elementwise_launches_per_layer: float | None = Field(default=None, ge=0, le=10_000)
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
     step_overhead_us: float | None = Field(default=None, ge=0, le=1e7)
     host_us_per_request: float | None = Field(default=None, ge=0, le=1e6)  # overlapped host time
+    # TRT-LLM only: attention-DP balance (attention_dp_config enable_balance, timeout_iters, batching_wait_iters;
+    # simulator/adp_balance.py); stating either turns it on (the other from TRT-LLM's defaults); unknown: off
+    adp_balance_timeout_iters: Annotated[int, Field(ge=0, le=100_000)] | Unknown = "unknown"
+    adp_balance_batching_wait_iters: Annotated[int, Field(ge=0, le=100_000)] | Unknown = "unknown"
     # TRT-LLM only: which runtime executes the steps (PyTorch executor, or a TensorRT engine built
     # with trtllm-build and run by the C++ executor); unknown: the engine version's default
     backend: Literal["pytorch", "tensorrt"] | Unknown = "unknown"
@@ -189,6 +196,9 @@ class Scenario(InputModel):
                 "end-to-end": "an aggregated pool, or prefill and decode pools",
             }[self.phase]
             raise ValueError(f"phase: {self.phase} needs {pools} in deployment")
+        adp = (self.runtime.adp_balance_timeout_iters, self.runtime.adp_balance_batching_wait_iters)
+        if any(v != "unknown" for v in adp) and self.engine != "trtllm":
+            raise ValueError(f"runtime.adp_balance_*: TensorRT-LLM's attention-DP balance; engine is {self.engine}")
         if self.runtime.backend != "unknown" and self.engine != "trtllm":
             raise ValueError(
                 f"runtime.backend: {self.runtime.backend} is a TensorRT-LLM runtime; engine is {self.engine}"
