@@ -90,10 +90,14 @@ class Instance:
         returns (chunks, finished ids). Under attention DP the budget is split over the ranks, as
         SGLang splits chunked_prefill_size (server_args `_handle_data_parallelism`): each rank takes
         whole prompts, or a chunk of one, up to its share; a prompt sits on one rank, so what a rank
-        cannot take of it waits for the next step while the prompts behind it go to the other ranks."""
+        cannot take of it waits for the next step while the prompts behind it go to the other ranks.
+        A rank also takes at most its running-request limit of prompts (the engine's max_batch_size /
+        max_num_seqs per rank; on a prefill server, the prompts one rank prefills in a step)."""
         budget = self.budget if budget is None else budget
         dp = self.timer.inst.parallel.dp_attention
         share = max(1, budget // dp)
+        per_rank = max(1, self.state.max_running // dp)
+        taken = 0  # prompts on the current rank
         chunks: list[tuple[int, int]] = []
         done: list[int] = []
         cut: list[list[int]] = []  # prompts chunked this step, back to the head of the queue after it
@@ -117,12 +121,13 @@ class Instance:
             budget -= take
             self.queued_tokens -= take
             self.queue.popleft()
+            taken += 1
             if entry[1]:
                 cut.append(entry)  # the rest of this prompt goes in the next step
             else:
                 done.append(entry[0])
-            if entry[1] or not left:
-                ranks, left = ranks + 1, share
+            if entry[1] or not left or taken >= per_rank:
+                ranks, left, taken = ranks + 1, share, 0
         self.queue.extendleft(reversed(cut))
         return chunks, done
 
