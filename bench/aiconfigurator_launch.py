@@ -34,7 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.config import MAX_REQUESTS, MAX_STEPS
+
 GEN = "ai-dynamo/aiconfigurator @095f58a src/aiconfigurator/generator"
+STEP_CAP = 100_000_000  # SimConfig.max_steps upper bound
 REQUESTS_PER_CLIENT = 20  # bench_run.sh.j2: BENCH_MULTI_ROUND default 20, --num-requests concurrency x 20
 
 
@@ -42,16 +45,23 @@ def _i(row: dict[str, str], key: str) -> int | None:
     return int(row[key]) if row.get(key) else None
 
 
-def client(conc: int) -> tuple[dict[str, Any], str]:
-    """The anchor's `client` preset and `simulation` section, and the note that says so."""
+def client(conc: int, osl: int) -> tuple[dict[str, Any], str]:
+    """The anchor's `simulation` section for the `aiperf` client, and the note that says so. The run's
+    20c requests, at most the simulator's MAX_REQUESTS (said in the note where that cuts it); a run
+    longer than the default step cap gets its bound, every request one decode step at a time."""
+    n = REQUESTS_PER_CLIENT * conc
+    sim: dict[str, Any] = {"requests": min(n, MAX_REQUESTS)}
+    if sim["requests"] * (osl + 1) > MAX_STEPS:
+        sim["max_steps"] = min(sim["requests"] * (osl + 1), STEP_CAP)
+    cut = f" The simulator runs the first {MAX_REQUESTS:,} of them (its MAX_REQUESTS)." if n > MAX_REQUESTS else ""
     note = (
         f"Client: AIPerf as AIConfigurator's generator runs it ({GEN}/config/backend_templates/benchmark/"
-        f"bench_run.sh.j2): --concurrency {conc} --num-requests {REQUESTS_PER_CLIENT * conc} --warmup-request-count "
+        f"bench_run.sh.j2): --concurrency {conc} --num-requests {n} --warmup-request-count "
         f"{2 * conc}, fixed isl/osl, ignore_eos, streaming; the warm-up drains before the profiled requests start "
-        "together (client preset aiperf). Mean vs median: the CSV does not say and AIConfigurator publishes no "
+        f"together (client preset aiperf).{cut} Mean vs median: the CSV does not say and AIConfigurator publishes no "
         "code that writes it (a dump of an internal benchmark DB); read as AIPerf's mean."
     )
-    return {"requests": REQUESTS_PER_CLIENT * conc}, note
+    return sim, note
 
 
 def runtime(row: dict[str, str], engine: str, disagg: bool, dp: dict[str, int]) -> tuple[dict[str, Any], str]:

@@ -181,7 +181,7 @@ def anchors_for(row: dict[str, str], line: str, url: str) -> list[dict[str, Any]
     )
     dep = deployment(row, conc)
     assert dep is not None
-    simulation, client_note = client(conc)
+    simulation, client_note = client(conc, _i(row, "osl"))
     dp = {role: p["dp_attention"] for role, p in dep.items()}
     rt, rt_note = runtime(row, row["backend"], "prefill" in dep, dp)
     base: dict[str, Any] = {
