@@ -20,6 +20,9 @@ Which rows (deterministic, so the file can be regenerated):
   DeepSeek's 128 heads, which no engine runs; AIC itself rejects them).
 - then per (model, system, backend, mode, precision) group, rows sorted by (isl, osl,
   concurrency, id) and `--per-group` of them taken at evenly spaced positions.
+Each anchor also carries what AIConfigurator's generator launches for the row (bench/aiconfigurator_launch.py):
+the AIPerf client (`client: aiperf`, `simulation.requests` = 20 x concurrency) and the engine limits both of
+its rule sets set alike (`runtime.max_running_per_rank` / `max_prefill_tokens`, per pool).
 What the CSV does not state is left out: KV-cache and attention precision, MTP (`unknown`), and
 whether the latencies are means or medians (we read them as the mean). It has no throughput
 column; throughput is not derived here (it would need a closed-loop assumption, not arithmetic).
@@ -39,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from bench.aiconfigurator_launch import client, runtime
 from roofline.catalog import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,8 +177,13 @@ def anchors_for(row: dict[str, str], line: str, url: str) -> list[dict[str, Any]
         f"{row['system']}; backend {row['backend']} {row['backend_version']}; AIC quant labels precision="
         f"{row['precision'] or '-'} gemm={row['gemm_quant_mode'] or '-'} moe={row['moe_quant_mode'] or '-'}; "
         f"provenance cell: {row['silicon_data_source']}. ep = moe_ep_size, moe TP = the remaining ranks. "
-        "KV/attention precision and MTP not stated; mean vs median not stated."
+        "KV/attention precision and MTP not stated."
     )
+    dep = deployment(row, conc)
+    assert dep is not None
+    simulation, client_note = client(conc, _i(row, "osl"))
+    dp = {role: p["dp_attention"] for role, p in dep.items()}
+    rt, rt_note = runtime(row, row["backend"], "prefill" in dep, dp)
     base: dict[str, Any] = {
         "source": f"{NAME}, row {row['id']}",
         "url": url,
@@ -185,13 +194,18 @@ def anchors_for(row: dict[str, str], line: str, url: str) -> list[dict[str, Any]
         "hardware": hw,
         "engine": row["backend"],
         "phase": "end-to-end",
-        "deployment": deployment(row, conc),
+        "deployment": dep,
         "precision": precision(row, model),
         "mtp": "unknown",
         "workload": {"isl": _i(row, "isl"), "osl": _i(row, "osl"), "concurrency": conc, "concurrency_scope": "total"},
         "tolerance": 0.20,
-        "notes": notes,
+        "client": "aiperf",
+        "simulation": simulation,
+        "runtime": rt,
+        "notes": f"{notes} {client_note} {rt_note}",
     }
+    if not rt:
+        del base["runtime"]
     if not base["precision"]:
         del base["precision"]
     out = []

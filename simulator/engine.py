@@ -114,9 +114,11 @@ class Context(Handoff):
         capacity = plan.kv_pool_bytes / plan.kv_bytes_per_token * dp if plan.kv_bytes_per_token else math.inf
         window = plan.window_bytes_per_seq / plan.kv_bytes_per_token if plan.kv_bytes_per_token else 0.0
         # the engine's running-request limit per attention-DP rank (vLLM max_num_seqs, TRT-LLM
-        # max_batch_size; planner/engines/*.yaml), unless the simulation section sets one
+        # max_batch_size; planner/engines/*.yaml), unless the simulation section sets one; on a
+        # prefill pool it bounds the prompts a rank prefills in a step (Instance.take_chunks)
         limit = p.inst.runtime.max_running_per_rank
-        max_running = self.cfg.max_running_requests or (limit * dp if limit else 1 << 30)
+        engine_cap = limit * dp if limit else 1 << 30
+        max_running = engine_cap if p.role == "prefill" else self.cfg.max_running_requests or engine_cap
         drafts = p.inst.mtp.draft_tokens if p.inst.mtp and p.role != "prefill" else 0
         if p.role == "decode" and plan.kv_bytes_per_token:
             hw = p.inst.hardware

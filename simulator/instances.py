@@ -96,16 +96,24 @@ class Instance:
         prompts behind it go to the other ranks. Prompts go to the ranks in turn, as the engines spread
         new requests over their DP ranks (TRT-LLM executor_request_queue `_balance_requests_across_ranks`:
         the rank with the fewest active tokens; SGLang's DP controller: round robin; vLLM: the
-        least-loaded engine core)."""
+        least-loaded engine core). A rank also takes at most its running-request limit of prompts (the
+        engine's max_batch_size / max_num_seqs per rank; on a prefill server, the prompts one rank
+        prefills in a step)."""
         budget = self.budget if budget is None else budget
         dp = self.timer.inst.parallel.dp_attention
         share = max(1, budget // dp)
+        per_rank = max(1, self.state.max_running // dp)
         chunks: list[tuple[int, int]] = []
         on: list[int] = []  # the rank of each chunk
         done: list[int] = []
         cut: list[list[int]] = []  # prompts chunked this step, back to the head of the queue after it
         now, table = self.ctx.env.now, self.ctx.table
         left = [share] * dp  # what each rank may still take this step
+        count = [0] * dp  # prompts each rank took this step
+
+        def open_(k: int) -> bool:
+            return left[k] > 0 and count[k] < per_rank
+
         full, r = 0, 0
         while self.queue and budget > 0 and full < dp:
             entry = self.queue[0]
@@ -115,7 +123,7 @@ class Instance:
                     continue
                 if not ok:
                     break
-            while not left[r]:
+            while not open_(r):
                 r = (r + 1) % dp
             take = min(entry[1], left[r], budget)
             entry[3] = 0
@@ -125,7 +133,8 @@ class Instance:
             entry[1] -= take
             entry[2] += take
             left[r] -= take
-            full += not left[r]
+            count[r] += 1
+            full += not open_(r)
             budget -= take
             self.queued_tokens -= take
             self.queue.popleft()

@@ -6,14 +6,17 @@ Two patterns, each client's taken from its source:
   together (every request is issued at once, a semaphore admits `concurrency` of them), send
   `num_prompts` requests and average TTFT, TPOT and throughput over every request, the first wave
   included (throughput = output tokens / benchmark duration); trtllm-bench with `--concurrency`
-  keeps the same loop in process. The first wave queues behind one
-  another's prefills, which a steady-state window leaves out. Preset: all clients start at t = 0,
-  no warm-up, metrics over all completed requests and their whole span.
+  keeps the same loop in process. AIPerf's concurrency mode is this loop too: its warm-up phase
+  (`--warmup-request-count`) drains before the profiling phase starts, which then issues its first
+  `--concurrency` requests at once and averages every profiled request (below). The first wave
+  queues behind one another's prefills, which a steady-state window leaves out. Preset: all
+  clients start at t = 0, no warm-up, metrics over all completed requests and their whole span
+  (a drained warm-up leaves the engine idle, as at t = 0; random prompts share no prefix).
 - steady state (`first_wave=False`): genai-perf (perf_analyzer) measures in windows
   (`--measurement-interval`) until consecutive windows agree within `--stability-percentage`, so
-  its numbers describe the loop once the clients have desynchronised; AIPerf runs a warm-up phase
-  (`--warmup-request-count`) before the profile phase. Preset: clients start spread over one
-  request's latency (the simulator's default ramp), the first 10% of arrivals left out.
+  its numbers describe the loop once the clients have desynchronised. Preset: clients start
+  spread over one request's latency (the simulator's default ramp), the first 10% of arrivals
+  left out.
 `num_prompts` is rarely published: 10 requests per client (at least 50), the convention of
 InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names its client in
 `client:` where its source says which one ran; otherwise the engine's own serving benchmark is
@@ -60,7 +63,15 @@ PRESETS: dict[str, ClientPreset] = {
         "stable (--stability-percentage); the start-up wave is outside the stable windows",
     ),
     "aiperf": ClientPreset(
-        False, "AIPerf: warm-up phase (--warmup-request-count) before the profile phase whose requests are averaged"
+        True,
+        "ai-dynamo/aiperf concurrency mode: timing/credit_issuing_strategy.py (db4f6397, 2025-10) "
+        "_execute_phases waits for every warm-up credit to return before the profiling phase, and "
+        "RequestRateStrategy (CONCURRENCY_BURST) drops credits as an asyncio.Semaphore(concurrency) frees, "
+        "so the profiling phase opens with `concurrency` requests at once; later releases keep it "
+        "(timing/config.py _build_credit_phase_config: a warm-up phase waits without limit, seamless "
+        "False by default; docs/tutorials/warmup.md 'waits indefinitely for all warmup responses before "
+        "starting profiling'). TTFT and ITL per request, ITL = (latency - TTFT) / (output tokens - 1) "
+        "(metrics/types/inter_token_latency_metric.py), averaged over the profiled requests",
     ),
 }
 ENGINE_CLIENT = {

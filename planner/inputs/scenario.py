@@ -37,6 +37,12 @@ Engine = Literal["sglang", "trtllm", "vllm", "other"]
 Phase = Literal["prefill", "decode", "end-to-end"]
 WeightFmt = Literal["bf16", "fp8", "nvfp4", "mxfp4", "w4a16"]
 KVFmt = Literal["bf16", "fp8"]
+Role = Literal["prefill", "decode", "aggregated"]
+Budget = Annotated[int, Field(ge=16, le=MAX_TOKENS)]
+RunningLimit = Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]
+# runtime fields an engine sizes per worker, so a disaggregated launch may set them per pool: one value
+# for every pool, or a mapping from pool role to value (a role left out takes the engine profile's)
+PER_POOL_RUNTIME = ("max_prefill_tokens", "max_running_per_rank")
 
 MAX_PREFILL_CHUNKS = 128  # isl / max_prefill_tokens: the estimator prices every chunk, 80 times over
 
@@ -129,10 +135,13 @@ class RuntimeSpec(InputModel):
     offload: bool | None = None
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most
     # MAX_PREFILL_CHUNKS steps (checked against isl in Scenario)
-    max_prefill_tokens: Annotated[int, Field(ge=16, le=MAX_TOKENS)] | Unknown = "unknown"
+    # (per pool: PER_POOL_RUNTIME)
+    max_prefill_tokens: Budget | dict[Role, Budget] | Unknown = "unknown"
     # requests one attention-DP rank runs at most (TRT-LLM max_batch_size, per rank with attention DP;
-    # vLLM max_num_seqs; SGLang max_running_requests / dp); unknown: the engine profile's default
-    max_running_per_rank: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Unknown = "unknown"
+    # vLLM max_num_seqs; SGLang max_running_requests / dp); per pool like max_prefill_tokens (a prefill
+    # pool's limit is the prompts one rank prefills in a step); unknown: the engine profile's default
+    max_running_per_rank: RunningLimit | dict[Role, RunningLimit] | Unknown = "unknown"
+
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
     elementwise_launches_per_layer: float | None = Field(default=None, ge=0, le=10_000)
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0, le=1e9)
@@ -145,6 +154,11 @@ class RuntimeSpec(InputModel):
     # TRT-LLM only: which runtime executes the steps (PyTorch executor, or a TensorRT engine built
     # with trtllm-build and run by the C++ executor); unknown: the engine version's default
     backend: Literal["pytorch", "tensorrt"] | Unknown = "unknown"
+
+    def for_pool(self, name: str, role: str) -> object:
+        """A PER_POOL_RUNTIME field's value for a pool of `role` ("unknown" where not stated for it)."""
+        v = getattr(self, name)
+        return v.get(role, "unknown") if isinstance(v, dict) else v
 
 
 class Scenario(InputModel):
@@ -203,12 +217,13 @@ class Scenario(InputModel):
             raise ValueError(
                 f"runtime.backend: {self.runtime.backend} is a TensorRT-LLM runtime; engine is {self.engine}"
             )
-        w, budget = self.workload, self.runtime.max_prefill_tokens
-        if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
-            raise ValueError(
-                f"runtime.max_prefill_tokens: {budget} splits isl {w.isl} into more than "
-                f"{MAX_PREFILL_CHUNKS} chunks; use at least {-(-w.isl // MAX_PREFILL_CHUNKS)}"
-            )
+        w, budgets = self.workload, self.runtime.max_prefill_tokens
+        for budget in budgets.values() if isinstance(budgets, dict) else [budgets]:
+            if isinstance(w.isl, int) and isinstance(budget, int) and w.isl > budget * MAX_PREFILL_CHUNKS:
+                raise ValueError(
+                    f"runtime.max_prefill_tokens: {budget} splits isl {w.isl} into more than "
+                    f"{MAX_PREFILL_CHUNKS} chunks; use at least {-(-w.isl // MAX_PREFILL_CHUNKS)}"
+                )
         if isinstance(w.concurrency, int) and w.concurrency_scope != "total":
             counts = [p.instances for r in ("prefill", "decode", "aggregated") for p in d.groups(r)]
             per_gpu = d.total_gpus or 1  # unknown GPU count: checked once the layout is searched

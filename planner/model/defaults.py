@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
-from planner.inputs.scenario import Scenario, ScenarioError, SLOSpec, format_validation_error
+from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, SLOSpec, format_validation_error
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
@@ -157,12 +157,13 @@ STATED_RUNTIME = (
 )
 
 
-def stated_runtime(s: Scenario) -> dict[str, object]:
-    """The scenario's known `runtime:` fields under RuntimeOptions names (unknown ones left out,
-    so the engine profile decides them)."""
+def stated_runtime(s: Scenario, role: str) -> dict[str, object]:
+    """The scenario's known `runtime:` fields for a pool of `role` under RuntimeOptions names
+    (unknown ones left out, so the engine profile decides them; PER_POOL_RUNTIME fields may differ
+    per pool)."""
     out: dict[str, object] = {}
     for name in STATED_RUNTIME:
-        v = getattr(s.runtime, name)
+        v = s.runtime.for_pool(name, role) if name in PER_POOL_RUNTIME else getattr(s.runtime, name)
         if v == "unknown" or v is None or (name == "kernel_overrides" and not v):
             continue
         out["prefill_tokens_per_rank" if name == "max_prefill_tokens" else name] = v
@@ -182,12 +183,12 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         note.append("engine: unknown; SGLang's defaults stand in (planner/engines/other.yaml)")
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
-    stated = stated_runtime(s)
     pools: list[Pool] = []
     for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:
             fields = {k: v for k, v in spec.stated().items() if k not in ("instances", "gpus_per_instance")}
             par = Parallelism(gpus=int(spec.gpus_per_instance), **fields)
+            stated = stated_runtime(s, role)
             pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note))
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
@@ -244,17 +245,26 @@ def to_scenario(res: Resolved) -> dict[str, Any]:
         "mtp": None if mtp is None else {"draft_tokens": mtp.draft_tokens, "accepted_tokens": mtp.accepted_tokens},
         "workload": workload,
         "slo": slo or None,
-        "runtime": _runtime_stated(dep.engine, main),
+        "runtime": _runtime_stated(dep.engine, main, dep.pools),
     }
 
 
-def _runtime_stated(engine: str, pool: Pool) -> dict[str, Any]:
-    """Runtime options of a pool that differ from its engine profile, under scenario names."""
-    default = runtime_options(engine, pool.role, pool.parallel, pool.instance.hardware)
+def _runtime_stated(engine: str, pool: Pool, pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
+    """Runtime options of a pool that differ from its engine profile, under scenario names; a
+    PER_POOL_RUNTIME field that differs from the profile in some pool is written per pool role."""
     out: dict[str, Any] = {"mem_fraction": pool.instance.runtime.mem_fraction}
     for name in STATED_RUNTIME:
-        field_name = "prefill_tokens_per_rank" if name == "max_prefill_tokens" else name
-        v = getattr(pool.instance.runtime, field_name)
-        if v != getattr(default, field_name) and v is not None:
+        per_pool = {p.role: v for p in pools or (pool,) if (v := _differs(engine, p, name)) is not None}
+        if name in PER_POOL_RUNTIME and per_pool and len(pools) > 1:
+            out[name] = per_pool
+        elif (v := _differs(engine, pool, name)) is not None:
             out[name] = v
     return out
+
+
+def _differs(engine: str, pool: Pool, name: str) -> Any:
+    """A pool's runtime option `name` (scenario name) where it differs from its engine profile, else None."""
+    default = runtime_options(engine, pool.role, pool.parallel, pool.instance.hardware)
+    field_name = "prefill_tokens_per_rank" if name == "max_prefill_tokens" else name
+    v = getattr(pool.instance.runtime, field_name)
+    return v if v != getattr(default, field_name) and v is not None else None

@@ -122,6 +122,41 @@ def test_silicon_row_becomes_two_valid_anchors_with_the_measured_values() -> Non
         parse_as(Anchor, a, a["id"], "anchor")
 
 
+def test_silicon_anchors_carry_the_aiperf_client_and_the_limits_both_rule_sets_launch() -> None:
+    """AIConfigurator's bench_run.sh runs AIPerf with 20 x concurrency profiled requests; its generator
+    launches the row's batch sizes: TRT-LLM max_batch_size per pool (prefill 1, decode the decode batch)."""
+    rows = _rows(AGG_ROW, DISAGG_ROW)
+    agg = conv.anchors_for(rows[0], AGG_ROW, "u")[0]
+    assert (agg["client"], agg["simulation"]) == ("aiperf", {"requests": 20 * 256, "max_steps": 20 * 256 * 1025})
+    assert agg["runtime"] == {"max_running_per_rank": 4}
+    dis = conv.anchors_for(rows[1], DISAGG_ROW, "u")[0]
+    assert dis["runtime"] == {"max_running_per_rank": {"prefill": 1, "decode": 64}}
+    assert "isl+500 or +1500" in dis["notes"]  # the rule sets differ on the prefill token budget
+    assert dis["simulation"] == {"requests": 20 * 2048, "max_steps": 100_000_000}  # 8,192 steps each, capped
+
+    for a in (agg, dis):
+        parse_as(Anchor, a, a["id"], "anchor")
+
+
+def test_silicon_limits_left_unknown_where_the_launched_value_is_uncertain() -> None:
+    """SGLang divides --max-running-requests by dp_size: 1 on a DP-4 prefill worker is no runnable limit;
+    vLLM/SGLang decode limits differ between the two rule sets; vLLM's token budget is stated."""
+    launch = _load("aiconfigurator_launch")
+    row = {"isl": "1024", "prefill_batch_size": "1", "decode_batch_size": "32", "batch_size": "8"}
+    rt, note = launch.runtime(row, "sglang", True, {"prefill": 4, "decode": 8})
+    assert rt == {}
+    assert "= 0 per rank" in note
+    rt, _ = launch.runtime(row, "sglang", True, {"prefill": 1, "decode": 8})
+    assert rt == {"max_running_per_rank": {"prefill": 1}}
+    rt, _ = launch.runtime(row, "vllm", True, {"prefill": 1, "decode": 1})
+    assert rt == {"max_running_per_rank": {"prefill": 1}, "max_prefill_tokens": {"prefill": 2524}}
+    rt, _ = launch.runtime(row, "vllm", False, {"aggregated": 1})
+    assert rt == {"max_prefill_tokens": 8 + 1024 + 1500}
+    sim, note = launch.client(12288, 1024)  # 245,760 requests ran; the simulator takes 200,000
+    assert sim["requests"] == 200_000
+    assert "first 200,000" in note
+
+
 def test_inconsistent_rows_are_not_used() -> None:
     """A row whose agg batch x attention-DP is not its concurrency is left out, as is a wip row."""
     bad_batch = AGG_ROW.replace("fp4,agg,1024,1024,nvfp4,nvfp4,4,", "fp4,agg,1024,1024,nvfp4,nvfp4,3,")

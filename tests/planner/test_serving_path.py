@@ -155,3 +155,12 @@ def test_a_latency_row_of_the_highest_throughput_configuration_searches_for_thro
     chosen = predict_anchor({**anchor, "deployment_chosen_for": "throughput"}, None)
     assert chosen.predicted is not None
     assert any("deployment: searched (highest throughput per GPU" in n for n in chosen.assumed)
+
+
+def test_aiperf_profiles_from_a_burst_after_its_warm_up_drains():
+    """AIPerf's warm-up phase drains before the profiling phase issues `concurrency` requests at
+    once, every profiled request averaged (aiperf timing/credit_issuing_strategy.py): a burst, not a
+    steady state."""
+    assert PRESETS["aiperf"].first_wave
+    cfg = client_config(16, client="aiperf")
+    assert (cfg.closed_loop_ramp_s, cfg.warmup_fraction) == (0.0, 0.0)
