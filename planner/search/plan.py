@@ -134,8 +134,9 @@ def _verify(
     q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
 ) -> int:
     """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
-    simulation budget is spent: first each one's best point, then, for those whose p90s missed,
-    lower operating points (a smaller batch) of the same deployment. A point the simulator cannot
+    simulation budget is spent (the CPU-time part only once one meets): first each one's best
+    point, then, for those whose p90s missed, lower operating points (a smaller batch) of the same
+    deployment. A point the simulator cannot
     build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and `failed` says why."""
     simulated = 0
     start = time.process_time()
@@ -155,10 +156,13 @@ def _verify(
             r.point, r.simulated, r.meets, r.slack = p, m, ok, slack
 
     def enough() -> bool:
+        met = sum(bool(r.meets) for r in recs)
+        # the CPU budget stops a plan that has a verified answer; one with none keeps trying (up to
+        # MAX_SIMULATED) the deployments and lower operating points that meet by estimate
         spent = simulated >= MAX_SIMULATED or (
-            simulated >= q.verify_top and time.process_time() - start > SIMULATION_BUDGET_S
+            met > 0 and simulated >= q.verify_top and time.process_time() - start > SIMULATION_BUDGET_S
         )
-        return sum(bool(r.meets) for r in recs) >= q.verify_top or spent
+        return met >= q.verify_top or spent
 
     for r in recs:
         if enough():

@@ -171,3 +171,32 @@ def test_cli_rejects_contradictory_questions():
     out = CliRunner().invoke(app, ["plan", "--gpus", "8", "--rate", "1", "--concurrency", "2"])
     assert out.exit_code == 2
     assert "rate or concurrency, not both" in out.output
+
+
+def test_the_cpu_budget_never_stops_a_plan_with_no_verified_answer(monkeypatch):
+    """With the CPU-time budget spent and every simulated deployment missing its SLO, the plan goes on
+    simulating the deployments and lower operating points that meet by estimate (up to MAX_SIMULATED)
+    rather than answering 'none meets in simulation' with one left untried; once one meets, it stops."""
+    from types import SimpleNamespace
+
+    from planner.search import plan as plan_mod
+
+    verdict = {"a": False, "b": False, "c": False, "d": True, "a-low": True}
+    tried: list[str] = []
+
+    def fake_verify(q, p):
+        tried.append(p.name)
+        return SimpleNamespace(name=p.name)
+
+    def point(name):
+        return SimpleNamespace(name=name, batch=1, deployment=SimpleNamespace(describe=lambda: name))
+
+    recs = [plan_mod.Recommendation(None, point(n), fallbacks=[point(n + "-low")]) for n in "abcd"]  # type: ignore[arg-type]
+    monkeypatch.setattr(plan_mod, "verify", fake_verify)
+    monkeypatch.setattr(plan_mod, "meets_slo", lambda q, m: (verdict.get(m.name, False), {"tpot_ms": 1.0}))
+    clock = iter(range(0, 10_000, 100))  # each reading 100 CPU-s later: the budget is spent at once
+    monkeypatch.setattr(plan_mod.time, "process_time", lambda: next(clock))
+    q = SimpleNamespace(verify_top=1)
+    n = plan_mod._verify(q, recs, lambda _m: None)  # type: ignore[arg-type]
+    assert tried == ["a", "b", "c", "d"] and n == 4  # d meets by simulation; nothing after it
+    assert [r.meets for r in recs] == [False, False, False, True]
