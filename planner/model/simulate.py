@@ -179,6 +179,7 @@ def run_simulation(
     summary["traffic"], note = traffic_summary(res, result, cfg)
     if note:
         summary["traffic_note"] = note
+    summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
     if not ok:
         summary["warning"] = (
             f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window: the run has not "

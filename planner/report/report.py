@@ -234,3 +234,7 @@ def print_simulation(con: Console, title: str, m: dict[str, Any]) -> None:
     for key in ("traffic", "traffic_note", "warning"):
         if m.get(key):
             con.print(f"{key.replace('_', ' ')}: {m[key]}", markup=False)
+    if m.get("assumed"):
+        con.print("[dim]assumed:[/dim]")
+        for a in m["assumed"]:
+            con.print(f"  - {a}", markup=False)

@@ -108,6 +108,24 @@ def test_simulate_json_has_the_documented_keys_and_writes_records_and_timeseries
     assert not list(tmp_path.glob("*.part"))
 
 
+def test_simulate_says_what_it_searched_for_an_unknown_deployment(tmp_path):
+    """A scenario that leaves the deployment unknown is simulated on the searched one, and both views
+    say which: the JSON's `assumed` list and the table's 'assumed:' lines (as `planner estimate`)."""
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "model: qwen3-30b-a3b\nhardware: h100-sxm\nengine: vllm\ndeployment: unknown\n"
+        "workload: {isl: 1000, osl: 100, concurrency: 8}\n"
+    )
+    out = runner.invoke(app, ["simulate", str(p), "--json", "--requests", "60"])
+    assert out.exit_code == 0, out.output
+    searched = [a for a in json.loads(out.output)["assumed"] if a.startswith("deployment: searched")]
+    assert len(searched) == 1
+    text = runner.invoke(app, ["simulate", str(p), "--requests", "60"])
+    assert text.exit_code == 0, text.output
+    assert "assumed:" in text.output
+    assert searched[0].split(": ", 1)[1][:40] in " ".join(text.output.split())
+
+
 def test_simulate_every_example_with_a_simulation_section():
     for name in ("deepseek-v3-h200-trace-replay.yaml", "qwen3-235b-daily-ramp.yaml"):
         out = runner.invoke(app, ["simulate", str(EXAMPLES / name), "--json", "--requests", "300"])
