@@ -6,7 +6,8 @@ write) is a constant per request that the GPU step model leaves out. At low conc
 TTFT is that constant plus one prefill plus the little queueing the simulator replays (the
 benchmark client's closed loop with at most MAX_CONCURRENCY requests in flight: prefills seldom
 meet), so the fit is the median over the engine's train anchors of (published TTFT - predicted
-TTFT without the constant). Anchors used: metric `ttft_ms`, end-to-end phase, total concurrency
+TTFT without the constant). Anchors used: metric `ttft_ms`, a client that goes through the engine's HTTP
+server (`planner.inputs.benchmarks` serving_path; not trtllm-bench or MLPerf's LoadGen), end-to-end phase, total concurrency
 1 to MAX_CONCURRENCY, prompts of at most 8,192 tokens (longer prompts' residuals are set by the
 prefill rate, not by a per-request constant), from files whose `source.split` is train. Every
 anchor id used is printed beside its residual. Test-split files are never read. An engine with
@@ -25,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from planner.engines import profile
+from planner.inputs.benchmarks import ENGINE_CLIENT, PRESETS
 from planner.inputs.scenario import load_yaml
 from planner.search.validate import predict_anchor
 
@@ -39,18 +41,16 @@ HELD_AT_ZERO = {
     "phase-lock every new arrival inside another request's chunked prefill (mixed-step engines): "
     "+5 ms of serving path adds 211 ms of TTFT on vllm-fp8kv-llama8b-h100-c8-bf16-ttft-ms; "
     "held at 0 until the simulator breaks the lock (length variance)",
-    "trtllm": "the same phase lock as vllm (in-flight batching mixes context chunks into generation "
-    "steps): the fit's 37 ms, applied once on the train split, took nim-llama33-70b-h100-tp2-5000-500-c5-ttft "
-    "from +6% to +118% and the NIM and trtllm train files from 186 to 185 of 285 within; held at 0 "
-    "until the simulator breaks the lock",
 }
 
 
 def selected(raw: dict) -> bool:
     w = raw.get("workload") or {}
     isl, conc = w.get("isl"), w.get("concurrency")
+    client = raw.get("client") or ENGINE_CLIENT.get(raw.get("engine", "other"), "genai-perf")
     return (
         raw.get("metric") == "ttft_ms"
+        and (client in PRESETS and PRESETS[client].serving_path)  # an in-process harness has no serving path
         and raw.get("phase") == "end-to-end"
         and isinstance(conc, int)
         and 1 <= conc <= MAX_CONCURRENCY

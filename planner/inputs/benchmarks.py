@@ -17,6 +17,9 @@ Two patterns, each client's taken from its source:
   its numbers describe the loop once the clients have desynchronised. Preset: clients start
   spread over one request's latency (the simulator's default ramp), the first 10% of arrivals
   left out.
+Every preset but trtllm-bench reaches the engine through its HTTP server, so a request's latency
+includes the engine profile's serving path (`request_overhead_ms`); trtllm-bench runs in process on
+a pre-tokenized dataset (`serving_path=False`), as do MLPerf harnesses (planner.search.loadgen).
 `num_prompts` is rarely published: 10 requests per client (at least 50), the convention of
 InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names its client in
 `client:` where its source says which one ran; otherwise the engine's own serving benchmark is
@@ -37,6 +40,9 @@ from simulator import SimConfig
 class ClientPreset:
     first_wave: bool  # the mean includes the first wave of clients that start together
     source: str
+    # the client reaches the engine through its HTTP server (the engine profile's request_overhead_ms:
+    # HTTP, tokenization, detokenization, the stream); False: an in-process harness with tokenized inputs
+    serving_path: bool = True
 
 
 PRESETS: dict[str, ClientPreset] = {
@@ -55,7 +61,9 @@ PRESETS: dict[str, ClientPreset] = {
     "trtllm-bench": ClientPreset(
         True,
         "tensorrt_llm/bench (trtllm-bench throughput --concurrency N): the whole dataset is enqueued and N "
-        "requests kept in flight; statistics over every request",
+        "requests kept in flight; statistics over every request. In process: the LLM API on a pre-tokenized "
+        "dataset (trtllm-bench prepare_dataset), no HTTP server",
+        serving_path=False,
     ),
     "genai-perf": ClientPreset(
         False,

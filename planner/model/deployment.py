@@ -115,6 +115,20 @@ class Deployment:
                 pools.append(p)
         return Deployment(self.engine, tuple(pools))
 
+    def without_serving_path(self) -> Deployment:
+        """The same deployment driven in process (a benchmark harness calling the engine, no HTTP
+        server or per-request tokenization in between): every pool's request_overhead_s is 0."""
+        pools = tuple(
+            replace(
+                p,
+                instance=p.instance.model_copy(
+                    update={"runtime": p.instance.runtime.model_copy(update={"request_overhead_s": 0.0})}
+                ),
+            )
+            for p in self.pools
+        )
+        return Deployment(self.engine, pools)
+
     def describe(self) -> str:
         if self.mode == "aggregated":
             return " + ".join(f"{p.instances}x agg {layout_label(p.parallel)}" for p in self.pools)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.inputs.benchmarks import client_config
+from planner.inputs.benchmarks import PRESETS, client_config
 from planner.inputs.scenario import SLOSpec
 from planner.model.defaults import Resolved
 from planner.model.estimator import max_batch
@@ -25,6 +25,14 @@ SIMULATED = {
 }
 
 
+def driven_by(res: Resolved, client: str) -> Resolved:
+    """The deployment as the benchmark client reaches it: an in-process harness (`serving_path`
+    False, e.g. trtllm-bench) skips the engine's HTTP serving path (request_overhead_ms)."""
+    if PRESETS[client].serving_path:
+        return res
+    return replace(res, deployment=res.deployment.without_serving_path())
+
+
 def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving", statistic: str = "mean") -> float:
     """Simulation at the anchor's traffic: at a stated concurrency, the closed loop of a benchmark
     client (`planner.inputs.benchmarks` preset `client`: a burst with every request counted, or a
@@ -33,6 +41,7 @@ def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serv
     rate, Poisson arrivals with the one simulation configuration of a deployment and its traffic
     (`planner.model.simulate.standard_config`, as `planner plan` and `planner simulate` run it).
     Latencies are the `statistic` (mean or median) over the measured requests."""
+    res = driven_by(res, client)
     cfg = None  # the anchor's own section, else the standard configuration
     if res.concurrency:  # the benchmark client's own pattern (requests fixed)
         cfg = client_config(res.concurrency, client=client, given=res.simulation)
@@ -56,6 +65,7 @@ def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, li
     The estimator's answer `start` brackets the search (the two agree within a few percent), so
     a handful of runs settle it. Latency is taken to grow with concurrency, as in the estimator's
     search (`max_users_at_slo`)."""
+    res = driven_by(res, client)
     pool = res.pool("decode", "aggregated")
     cap = max_batch(res.deployment, res.isl, res.osl) * pool.instances
     targets = {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms, "e2e_ms": slo.e2e_ms}

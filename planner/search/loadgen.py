@@ -20,6 +20,9 @@ scenario with tighter limits), as `planner validate` simulates an anchor that na
   token latencies use: results.h token_target_latency_percentile).
 - 'Completed tokens per second' = output tokens / the time from the test start to the last
   sample's completion (results.cc: token_count / final_query_all_samples_done_time).
+- The harness calls the engine in process on pre-tokenized samples (the submitters' code: LoadGen
+  issues to a SUT class that enqueues token ids into the engine), so no HTTP serving path
+  (`request_overhead_ms`) is in a sample's latency.
 
 A submitter reports the highest rate it found whose run meets the constraints; `max_rate_within`
 searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples:
@@ -193,6 +196,8 @@ def predict(
     output tokens/s of the highest rate meeting it at p99; a mean TTFT or TPOT at a stated rate is
     that run's mean over every sample. Anything else is not a LoadGen Server measurement."""
     gpus = res.deployment.gpus
+    # the submitters' harnesses call the engine in process on pre-tokenized samples: no HTTP serving path
+    res = replace(res, deployment=res.deployment.without_serving_path())
     if phase != "end-to-end" or statistic != "mean":
         raise ScenarioError(f"client {CLIENT}: LoadGen reports end-to-end means (phase {phase}, statistic {statistic})")
     if metric in THROUGHPUT and slo is not None and (slo.ttft_ms or slo.tpot_ms):

@@ -128,3 +128,19 @@ def test_a_loadgen_run_gets_the_step_budget_of_its_own_length_unless_one_is_stat
     assert cfg.max_steps == loadgen.LOADGEN_MAX_STEPS > SimConfig().max_steps
     stated = resolve(parse_scenario({**LLAMA, "simulation": {**LLAMA["simulation"], "max_steps": 12345}}))
     assert loadgen.config(stated, 50.0, SHORT)[0].max_steps == 12345
+
+
+def test_a_loadgen_sample_has_no_http_serving_path(monkeypatch):
+    """The submitters' harnesses feed token ids to the engine in process: the LoadGen run is simulated
+    with every pool's request_overhead_s at 0 although the trtllm profile has a serving path."""
+    res = resolve(parse_scenario({**LLAMA, "workload": {**LLAMA["workload"], "request_rate": 5.0}}))
+    assert res.deployment.pools[0].instance.runtime.request_overhead_s > 0
+    seen = []
+
+    def run_at(r, rate, run):
+        seen.append(r)
+        return {"ttft_mean_s": 0.1, "samples": 10}, []
+
+    monkeypatch.setattr(loadgen, "run_at", run_at)
+    loadgen.predict(res, "ttft_ms", None, SHORT)
+    assert [p.instance.runtime.request_overhead_s for p in seen[0].deployment.pools] == [0.0]

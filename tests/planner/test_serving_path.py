@@ -164,3 +164,35 @@ def test_aiperf_profiles_from_a_burst_after_its_warm_up_drains():
     assert PRESETS["aiperf"].first_wave
     cfg = client_config(16, client="aiperf")
     assert (cfg.closed_loop_ramp_s, cfg.warmup_fraction) == (0.0, 0.0)
+
+
+def test_an_in_process_harness_skips_the_serving_path():
+    """trtllm-bench drives the engine in process on tokenized inputs, so its TTFT has no HTTP serving
+    path: the same anchor's TTFT through trtllm-serve's benchmark is longer by the profile's constant."""
+    from planner.search.anchor_sim import driven_by, simulated_value
+
+    assert PRESETS["trtllm-serve-benchmark"].serving_path
+    assert not PRESETS["trtllm-bench"].serving_path
+    overhead_ms = engines.profile("trtllm").request_overhead_ms.value
+    assert overhead_ms > 0
+    res = resolve(parse_scenario({**SMALL, "engine": "trtllm"}))
+    assert driven_by(res, "trtllm-bench").deployment.pools[0].instance.runtime.request_overhead_s == 0.0
+    assert driven_by(res, "trtllm-serve-benchmark") is res
+    served = simulated_value("ttft_ms", res, "trtllm-serve-benchmark")
+    in_process = simulated_value("ttft_ms", res, "trtllm-bench")
+    assert served - in_process == pytest.approx(overhead_ms, rel=1e-3)
+
+
+def test_the_serving_path_fit_reads_only_clients_through_the_http_server():
+    from bench import fit_request_overhead as fit
+
+    low = {
+        "metric": "ttft_ms",
+        "phase": "end-to-end",
+        "engine": "trtllm",
+        "workload": {"isl": 500, "osl": 50, "concurrency": 1},
+    }
+    assert fit.selected(low)  # trtllm's own serving benchmark (trtllm-serve)
+    assert fit.selected({**low, "client": "genai-perf"})
+    assert not fit.selected({**low, "client": "trtllm-bench"})
+    assert not fit.selected({**low, "client": "mlperf-loadgen-server"})
