@@ -186,8 +186,8 @@ def estimate_deployment(
     cap = max_batch(dep, isl, osl)
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
-    if concurrency is None and rate is None:
-        m = point(dep, isl, osl, kv_len, cap)
+    if concurrency is None and rate is None:  # offline benchmarks run in process: no serving path
+        m = point(dep.without_serving_path(), isl, osl, kv_len, cap)
         m.assumed.append(f"traffic: saturated ({cap} sequences per instance: the KV pool or the running limit)")
         return m
     if rate is not None:
