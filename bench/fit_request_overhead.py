@@ -8,7 +8,8 @@ benchmark client's closed loop with at most MAX_CONCURRENCY requests in flight: 
 meet), so the fit is the median over the engine's train anchors of (published TTFT - predicted
 TTFT without the constant). Anchors used: metric `ttft_ms`, a client that goes through the
 engine's HTTP server (`planner.inputs.benchmarks` serving_path; not trtllm-bench or MLPerf's
-LoadGen), end-to-end phase, total concurrency 1 to MAX_CONCURRENCY, prompts of at most 8,192 tokens (longer prompts' residuals are set by the
+LoadGen), end-to-end phase, total concurrency 1 to MAX_CONCURRENCY, prompts of at most 8,192
+tokens (longer prompts' residuals are set by the
 prefill rate, not by a per-request constant), from files whose `source.split` is train. Every
 anchor id used is printed beside its residual. Test-split files are never read. An engine with
 fewer than MIN_ANCHORS such anchors keeps 0: a median of one or two anchors is those anchors' own
