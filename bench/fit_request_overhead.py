@@ -9,8 +9,8 @@ meet), so the fit is the median over the engine's train anchors of (published TT
 TTFT without the constant). Anchors used: metric `ttft_ms`, a client that goes through the
 engine's HTTP server (`planner.inputs.benchmarks` serving_path; not trtllm-bench or MLPerf's
 LoadGen), end-to-end phase, total concurrency 1 to MAX_CONCURRENCY, prompts of at most 8,192
-tokens (longer prompts' residuals are set by the
-prefill rate, not by a per-request constant), from files whose `source.split` is train. Every
+tokens (longer prompts' residuals are set by the prefill rate, not by a per-request constant),
+from files whose `source.split` is train. Every
 anchor id used is printed beside its residual. Test-split files are never read. An engine with
 fewer than MIN_ANCHORS such anchors keeps 0: a median of one or two anchors is those anchors' own
 prefill-model error as much as a serving path. Engines in HELD_AT_ZERO keep 0 whatever their fit
@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from planner.engines import profile
-from planner.inputs.benchmarks import ENGINE_CLIENT, PRESETS
+from planner.inputs.benchmarks import PRESETS, client_for
 from planner.inputs.scenario import load_yaml
 from planner.search.validate import predict_anchor
 
@@ -48,7 +48,7 @@ HELD_AT_ZERO = {
 def selected(raw: dict) -> bool:
     w = raw.get("workload") or {}
     isl, conc = w.get("isl"), w.get("concurrency")
-    client = raw.get("client") or ENGINE_CLIENT.get(raw.get("engine", "other"), "genai-perf")
+    client = raw.get("client") or client_for(raw.get("engine", "other"))
     return (
         raw.get("metric") == "ttft_ms"
         and (client in PRESETS and PRESETS[client].serving_path)  # an in-process harness has no serving path

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,11 @@ class Resolved:
             if p is not None:
                 return p
         raise ScenarioError(f"deployment: needs a {' or '.join(roles)} pool for this phase")
+
+    def in_process(self) -> Resolved:
+        """The same scenario driven in process (an offline benchmark, trtllm-bench, an MLPerf
+        harness): the deployment without its HTTP serving path (`Deployment.without_serving_path`)."""
+        return replace(self, deployment=self.deployment.without_serving_path())
 
 
 def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:

@@ -107,7 +107,7 @@ def _saturated(res: Resolved) -> Resolved:
     as a closed loop holding as many requests as the estimator's saturated point keeps in flight
     (the decode pool full: the KV pool or the engine's running limit). The offline benchmarks
     (trtllm-bench, `vllm bench throughput`, SGLang's offline engine) run in process: no serving path."""
-    res = replace(res, deployment=res.deployment.without_serving_path())
+    res = res.in_process()
     n = max(1, round(estimate(res).concurrency))
     note = f"traffic: saturated, simulated as a closed loop of {n} requests in flight (the decode pool full)"
     return replace(res, concurrency=float(n), assumed=[*res.assumed, note])

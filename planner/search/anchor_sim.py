@@ -28,9 +28,7 @@ SIMULATED = {
 def driven_by(res: Resolved, client: str) -> Resolved:
     """The deployment as the benchmark client reaches it: an in-process harness (`serving_path`
     False, e.g. trtllm-bench) skips the engine's HTTP serving path (request_overhead_ms)."""
-    if PRESETS[client].serving_path:
-        return res
-    return replace(res, deployment=res.deployment.without_serving_path())
+    return res if PRESETS[client].serving_path else res.in_process()
 
 
 def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serving", statistic: str = "mean") -> float:

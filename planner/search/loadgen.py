@@ -197,7 +197,7 @@ def predict(
     that run's mean over every sample. Anything else is not a LoadGen Server measurement."""
     gpus = res.deployment.gpus
     # the submitters' harnesses call the engine in process on pre-tokenized samples: no HTTP serving path
-    res = replace(res, deployment=res.deployment.without_serving_path())
+    res = res.in_process()
     if phase != "end-to-end" or statistic != "mean":
         raise ScenarioError(f"client {CLIENT}: LoadGen reports end-to-end means (phase {phase}, statistic {statistic})")
     if metric in THROUGHPUT and slo is not None and (slo.ttft_ms or slo.tpot_ms):

@@ -136,8 +136,8 @@ def _verify(
     """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
     simulation budget is spent (the CPU-time part only once one meets): first each one's best
     point, then, for those whose p90s missed, lower operating points (a smaller batch) of the same
-    deployment. A point the simulator cannot
-    build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and `failed` says why."""
+    deployment. A point the simulator cannot build (e.g. its KV pool cannot hold two prefill
+    budgets) stays an estimate, and `failed` says why."""
     simulated = 0
     start = time.process_time()
 
