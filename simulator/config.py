@@ -32,9 +32,12 @@ class InputModel(StrictModel):
 
 class LengthDist(InputModel):
     """Token-length distribution. `fixed`: value; `uniform`: [min, max]; `normal`: mean, std;
-    `lognormal`: mean (of the lengths) and sigma (shape); `empirical`: resample a trace column."""
+    `lognormal`: mean (of the lengths) and sigma (shape); `eos`: outputs that stop at an end-of-sequence
+    token (a client without ignore_eos), mean and max (the request's max_tokens): a constant chance of
+    stopping at every token, i.e. geometric lengths cut at max, whose stop chance gives that mean;
+    `empirical`: resample a trace column."""
 
-    kind: Literal["fixed", "uniform", "normal", "lognormal", "empirical"]
+    kind: Literal["fixed", "uniform", "normal", "lognormal", "eos", "empirical"]
     value: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     min: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     max: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
@@ -52,6 +55,7 @@ class LengthDist(InputModel):
             "uniform": ("min", "max"),
             "normal": ("mean", "std"),
             "lognormal": ("mean", "sigma"),
+            "eos": ("mean", "max"),
             "empirical": ("trace",),
         }[self.kind]
         missing = [n for n in need if getattr(self, n) is None]
@@ -59,6 +63,8 @@ class LengthDist(InputModel):
             raise ValueError(f"{self.kind} lengths need {', '.join(missing)}")
         if self.kind == "uniform" and self.min and self.max and self.min > self.max:
             raise ValueError("uniform lengths need min <= max")
+        if self.kind == "eos" and self.mean and self.max and not 1 <= self.mean <= self.max:
+            raise ValueError("eos lengths need 1 <= mean <= max")
         return self
 
 

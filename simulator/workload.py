@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import brentq
 
 from simulator.config import MAX_TOKENS, ArrivalSpec, LengthDist, SimConfig
 from simulator.traces import Trace, read_trace
@@ -59,6 +60,15 @@ def sample_lengths(
         assert d.mean is not None
         assert d.sigma is not None
         out = rng.lognormal(np.log(d.mean) - d.sigma**2 / 2, d.sigma, size=n)
+    elif d.kind == "eos":
+        assert d.mean is not None
+        assert d.max is not None
+        stop = eos_stop_chance(d.mean, d.max)
+        out = (
+            np.full(n, d.max, dtype=float)
+            if stop == 0.0
+            else np.minimum(rng.geometric(stop, size=n), d.max).astype(float)
+        )
     else:
         assert d.trace is not None
         p = Path(d.trace) if base is None or Path(d.trace).is_absolute() else base / d.trace
@@ -67,6 +77,18 @@ def sample_lengths(
         column = t.isl if (d.column or which) == "input" else t.osl
         out = rng.choice(column, size=n).astype(float)
     return np.clip(np.rint(out), 1, MAX_TOKENS).astype(np.int64)  # a long tail stays a length
+
+
+def eos_stop_chance(mean: float, cap: int) -> float:
+    """The per-token chance p of stopping at EOS for which min(Geometric(p), cap) has this mean:
+    E[min(G, M)] = sum_{k<M} (1 - p)^k = (1 - (1 - p)^M) / p, which falls from M (p -> 0) to 1 (p = 1).
+    A constant stop chance is the one-parameter (maximum-entropy) law of a length with a known mean;
+    0 when the mean is the cap (every output runs to max_tokens)."""
+    if mean >= cap:
+        return 0.0
+    if mean <= 1:
+        return 1.0
+    return float(brentq(lambda p: (1 - (1 - p) ** cap) / p - mean, 1e-12, 1.0, xtol=1e-15))
 
 
 def arrival_times(a: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray:

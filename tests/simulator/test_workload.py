@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from simulator.config import ArrivalSpec, LengthDist, SimConfig
-from simulator.workload import arrival_times, build_workload, sample_lengths
+from simulator.workload import arrival_times, build_workload, eos_stop_chance, sample_lengths
 
 
 def test_poisson_and_constant_rates():
@@ -41,12 +41,25 @@ def test_piecewise_rate_changes_at_the_boundaries():
         (LengthDist(kind="uniform", min=10, max=30), 20),
         (LengthDist(kind="normal", mean=500, std=50), 500),
         (LengthDist(kind="lognormal", mean=1000, sigma=0.8), 1000),
+        (LengthDist(kind="eos", mean=741, max=2048), 741),
+        (LengthDist(kind="eos", mean=47, max=128), 47),
     ],
 )
 def test_length_distributions_have_their_mean(dist, mean):
     x = sample_lengths(dist, 40000, np.random.default_rng(3))
     assert x.min() >= 1
     assert x.mean() == pytest.approx(mean, rel=0.03)
+
+
+def test_eos_lengths_stop_at_a_constant_rate_and_never_pass_max_tokens():
+    x = sample_lengths(LengthDist(kind="eos", mean=741, max=2048), 40000, np.random.default_rng(5))
+    assert x.max() == 2048
+    assert (x == 2048).mean() == pytest.approx((1 - eos_stop_chance(741, 2048)) ** 2047, rel=0.1)
+    # memoryless below the cap: the share past 2 x 300 is the square of the share past 300
+    assert (x > 600).mean() == pytest.approx((x > 300).mean() ** 2, rel=0.05)
+    assert (sample_lengths(LengthDist(kind="eos", mean=128, max=128), 100, np.random.default_rng(0)) == 128).all()
+    with pytest.raises(ValidationError, match="eos lengths need 1 <= mean <= max"):
+        LengthDist(kind="eos", mean=300, max=128)
 
 
 def test_empirical_lengths_resample_a_trace(shared_dir):
