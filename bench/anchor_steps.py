@@ -1,8 +1,10 @@
 """Where a simulated anchor's time goes: for each anchor id given (or id prefix ending in `*`), the
 planner's prediction (`planner.search.validate.predict_anchor`, unchanged) and, for every simulation
 that prediction ran, a summary of its step log over the measured window: decode-only steps (count,
-mean duration, mean batch) beside steps that carry prefill tokens (count, mean duration, mean prefill
-tokens, share of the window's time), and the TTFT/TPOT statistics the run measured.
+mean gap, mean batch) beside steps that carry prefill tokens (count, mean gap, mean prefill tokens,
+share of the instances' time), and the TTFT/TPOT statistics the run measured. The log holds step end
+times only, so a step's "gap" is the time since the same instance's previous step: its duration
+while that instance is busy, plus the idle time before it otherwise (an idle prefill pool).
 
 It is a diagnostic: it reads the simulator's own step log and prints it; it fits, edits or judges
 nothing. Estimate-only anchors print their prediction without a step summary.
@@ -33,18 +35,22 @@ def step_summary(result: Any) -> str:
     if not len(s):
         return "no steps"
     t0, t1 = result.window
-    dt = np.diff(s[:, 0], prepend=0.0)
+    # a step's duration is the gap to the previous step of the same instance (column 1), not of the log
+    dt = np.zeros(len(s))
+    for uid in np.unique(s[:, 1]):
+        rows = np.flatnonzero(s[:, 1] == uid)
+        dt[rows] = np.diff(s[rows, 0], prepend=0.0)
     keep = (s[:, 0] >= t0) & (s[:, 0] <= t1)
     w, dtw = s[keep], dt[keep]
     pre = w[:, 4] > 0
     dec = ~pre
-    total = float(dtw.sum()) or 1.0
+    total = float(dtw.sum()) or 1.0  # instance-seconds
     parts = [f"window {t0:.1f}-{t1:.1f} s, {len(w)} steps"]
     if dec.any():
-        parts.append(f"decode-only {int(dec.sum())}: mean {dtw[dec].mean() * 1e3:.2f} ms, batch {w[dec, 2].mean():.1f}")
+        parts.append(f"decode-only {int(dec.sum())}: mean gap {dtw[dec].mean() * 1e3:.2f} ms, batch {w[dec, 2].mean():.1f}")
     if pre.any():
         parts.append(
-            f"with prefill {int(pre.sum())}: mean {dtw[pre].mean() * 1e3:.1f} ms, "
+            f"with prefill {int(pre.sum())}: mean gap {dtw[pre].mean() * 1e3:.1f} ms, "
             f"{w[pre, 4].mean():.0f} prefill tokens, {dtw[pre].sum() / total:.0%} of the time"
         )
     return "; ".join(parts)
