@@ -47,7 +47,9 @@ def step_summary(result: Any) -> str:
     total = float(dtw.sum()) or 1.0  # instance-seconds
     parts = [f"window {t0:.1f}-{t1:.1f} s, {len(w)} steps"]
     if dec.any():
-        parts.append(f"decode-only {int(dec.sum())}: mean gap {dtw[dec].mean() * 1e3:.2f} ms, batch {w[dec, 2].mean():.1f}")
+        parts.append(
+            f"decode-only {int(dec.sum())}: mean gap {dtw[dec].mean() * 1e3:.2f} ms, batch {w[dec, 2].mean():.1f}"
+        )
     if pre.any():
         parts.append(
             f"with prefill {int(pre.sum())}: mean gap {dtw[pre].mean() * 1e3:.1f} ms, "
