@@ -9,7 +9,12 @@ It does not judge or edit anchors, and it computes no prediction of its own: eve
 a count, or a median of `rel_error = (predicted - published) / published` as `predict_anchor` returns it.
 A bad anchor (or a file that does not load) becomes an error row, never a crash of the run.
 
+`--refresh FILE ...` re-predicts only the anchors of the files named and keeps every other row of the saved
+results (`--out`) as it is: for a change that can only move those files' anchors (say which in the commit); the
+saved `provenance` says which files were re-predicted at which commit, on top of the provenance they came from.
+
 Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
+       python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--jobs N]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 from multiprocessing import Pool
@@ -225,6 +231,50 @@ def run(paths: list[Path], split: str, jobs: int) -> tuple[list[dict[str, Any]],
     return rows, tables(rows)
 
 
+def _rel(p: Path) -> str:
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
+def refresh(paths: list[Path], out: Path, jobs: int) -> int:
+    """Re-predict the anchors of `paths`, keep the other rows saved in `out`, recompute every table."""
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        print(f"--refresh: not found: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 2
+    try:
+        saved = json.loads(out.read_text())
+        kept_rows, split = saved["rows"], saved["split"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"--refresh: needs the saved results of a full run in {out} ({exc})", file=sys.stderr)
+        return 2
+    names = {_rel(p.resolve()) for p in paths}
+    unknown = names - set(saved.get("files", []))
+    if unknown:
+        print(f"--refresh: {', '.join(sorted(unknown))} is not among the saved run's files", file=sys.stderr)
+        return 2
+    fresh, _ = run([p.resolve() for p in paths], split, jobs)
+    basenames = {p.name for p in paths}  # a row names its file by basename
+    by_id = {(r["file"], r["id"]): r for r in fresh}
+    rows, kept = [], 0
+    for r in kept_rows:  # the saved order, each refreshed row in its old place
+        if r.get("file") not in basenames:
+            rows.append(r)
+            kept += 1
+        elif (r["file"], r["id"]) in by_id:
+            rows.append(by_id.pop((r["file"], r["id"])))
+    rows += list(by_id.values())  # anchors new to those files
+    tabs = tables(rows)
+    print(render(tabs))
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(git, check=False, capture_output=True, text=True, cwd=ROOT).stdout
+    note = f"{', '.join(sorted(names))} re-predicted (--refresh) at {commit.strip() or 'unknown commit'}"
+    payload = {**saved, "tables": tabs, "rows": rows}
+    payload["provenance"] = f"{saved.get('provenance', 'full run')}; then {note}"
+    save(out, payload)
+    print(f"\nsaved {out} ({len(fresh)} rows re-predicted, {kept} kept)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", type=Path, help="extra anchor files (validation/public/*.yaml always read)")
@@ -232,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-public", action="store_true", help="read only the files given")
+    ap.add_argument("--refresh", nargs="+", type=Path, help="re-predict only these files, keep the other saved rows")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
@@ -240,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
+    if args.refresh:
+        return refresh(args.refresh, args.out, args.jobs)
     given = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
     paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
     rows, tabs = run(paths, args.split, args.jobs)

@@ -78,6 +78,29 @@ def test_main_saves_rows_and_tables_atomically(tmp_path):
     assert pa.main(["--jobs", "0", "--no-public", "--out", str(out)]) == 2
 
 
+def test_refresh_repredicts_only_the_named_files_and_keeps_the_other_rows(tmp_path):
+    a = _write(tmp_path / "tiny-a.yaml", "test", [DECODE])
+    b = _write(tmp_path / "tiny-b.yaml", "test", [TPOT])
+    out = tmp_path / "public_anchors.json"
+    assert pa.main([str(a), str(b), "--no-public", "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    kept = next(r for r in saved["rows"] if r["file"] == "tiny-b.yaml")
+    kept["predicted"], kept["note"] = 123.0, "left as saved"  # a refresh of tiny-a must not touch it
+    out.write_text(json.dumps(saved))
+    _write(a, "test", [{**DECODE, "value": 1000}])  # the refreshed file changed
+    assert pa.main(["--refresh", str(a), "--out", str(out)]) == 0
+    again = json.loads(out.read_text())
+    by_file = {r["file"]: r for r in again["rows"]}
+    assert by_file["tiny-b.yaml"]["note"] == "left as saved"
+    assert by_file["tiny-a.yaml"]["published"] == 1000
+    assert again["tables"]["test"]["all"]["count"] == 2
+    assert "tiny-a.yaml" in again["provenance"]
+    assert "--refresh" in again["provenance"]
+    assert pa.main(["--refresh", str(tmp_path / "nope.yaml"), "--out", str(out)]) == 2
+    other = _write(tmp_path / "tiny-c.yaml", "test", [DECODE])
+    assert pa.main(["--refresh", str(other), "--out", str(out)]) == 2  # not a file of the saved run
+
+
 def test_latency_table_splits_ttft_and_tpot_by_the_traffic_an_anchor_states(tmp_path):
     """Issue 11 and 12 read TTFT/TPOT by how the traffic is stated: a closed loop's concurrency, an open loop's
     request rate, or neither; the table must put each latency anchor in the row its workload names."""
