@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
     rows, tabs = run(paths, args.split, args.jobs)
     print(render(tabs))
-    files = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in paths]
+    files = [_rel(p) for p in paths]
     save(args.out, {"split": args.split, "files": files, "tables": tabs, "rows": rows})
     print(f"\nsaved {args.out}")
     return 0
