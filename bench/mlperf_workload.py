@@ -7,8 +7,13 @@ script sets every anchor's `workload.isl` to its dataset's mean input tokens and
 `simulation.input_len`, a lognormal with that mean and the dataset's standard deviation of ln(input
 tokens), so that a simulated anchor (a Server/Interactive TTFT or TPOT at the run's Poisson rate) draws
 prompts as spread as LoadGen's samples. Outputs stay at the log's mean (osl): the logs give no per-sample
-output lengths. It rewrites the files in place (yaml.safe_dump at width 120 reproduces them byte for
-byte) and is idempotent. It does not read any result or prediction, and it changes nothing else.
+output lengths. Where the dataset publishes each sample's reference output length (deepseek-r1's
+tok_ref_output_len), both lengths instead resample the dataset's (input, output) rows together from a
+copy of that table (validation/public/data/), outputs cut at the benchmark's max output: LoadGen draws
+samples from the dataset, and the outputs' spread (cv 1.25) sets how long the sequences in flight are
+(`simulator.workload.in_flight_kv`). It rewrites the files in place (yaml.safe_dump at width 120
+reproduces them byte for byte) and is idempotent. It does not read any result or prediction, and it
+changes nothing else.
 
 Usage: python bench/mlperf_workload.py
 """
@@ -57,9 +62,13 @@ FACTS: dict[str, dict[str, Any]] = {
         "sigma": 0.868,
         "output": (
             f"reference outputs mean 3886 tokens ({REF}deepseek-r1/README.md: mean-output-tok-len "
-            "3886.2), max output 20k; input lengths are bimodal (p10 124, p90 1281), which a lognormal "
-            "only approximates"
+            f"3886.2), max output 20k ({REF}deepseek-r1/utils/backend_registry.py: MAX_OSL = 20 * 1000); "
+            "the table's tok_ref_output_len cut at 20000 has that mean exactly (3886.2), median 2194, "
+            "cv 1.25; input lengths are bimodal (p10 124, p90 1281), correlation with output -0.34"
         ),
+        # the table above, copied verbatim (4388 rows: input_length, output_length = tok_input_len, tok_ref_output_len)
+        "table": "data/mlperf-deepseek-r1-lengths.csv",
+        "max_output": 20000,
     },
     "gpt-oss-120b": {
         "dataset": (
@@ -78,6 +87,10 @@ FACTS: dict[str, dict[str, Any]] = {
 
 OLD_HEADER = "isl is unknown (the dataset mean is not in the result)."
 OLD_NOTE = "input lengths from the MLPerf dataset (mean not stated in the result)"
+LOGNORMAL_NOTE = (  # what an earlier run of this script wrote for a dataset that now has a table
+    "isl {f[mean]:.0f} = mean input tokens of the deepseek-r1 dataset ({f[column]} over its 4388 samples; file "
+    "header); input lengths lognormal, std of ln {f[sigma]}"
+)
 
 
 BLOCK = "# isl: the mean input tokens"  # first line of the header block this script writes (ends the header)
@@ -87,6 +100,9 @@ def header_lines() -> list[str]:
     paras = [
         "isl: the mean input tokens of the benchmark's dataset (a log does not state it), and simulation.input_len "
         "a lognormal with that mean and the dataset's std of ln(input tokens); written by bench/mlperf_workload.py. "
+        "Where the dataset's per-sample reference output lengths are published (deepseek-r1), simulation.input_len "
+        "and output_len instead resample its (input, output) rows together (a copy of the table, named in `trace`), "
+        "outputs cut at the benchmark's max output; osl stays the log's mean. "
         f"Sample counts: {CONF} (performance_sample_count_override)."
     ]
     for name, f in FACTS.items():
@@ -105,10 +121,23 @@ def header_lines() -> list[str]:
 
 def note(name: str) -> str:
     f = FACTS[name]
-    return (
+    head = (
         f"isl {round(f['mean'])} = mean input tokens of the {name} dataset ({f['column']} over its "
-        f"{f['dataset'].rsplit(', ', 1)[-1]}; file header); input lengths lognormal, std of ln {f['sigma']}"
+        f"{f['dataset'].rsplit(', ', 1)[-1]}; file header); "
     )
+    if "table" in f:
+        return head + (
+            f"input and output lengths resample the dataset's rows ({f['table']}), outputs cut at {f['max_output']}"
+        )
+    return head + f"input lengths lognormal, std of ln {f['sigma']}"
+
+
+def lengths(f: dict[str, Any]) -> dict[str, Any]:
+    """The `simulation` length fields for one benchmark's dataset facts."""
+    if "table" in f:
+        row = {"kind": "empirical", "trace": f["table"], "format": "lengths"}
+        return {"input_len": row, "output_len": {**row, "max": f["max_output"]}}
+    return {"input_len": {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}}
 
 
 def benchmark(anchor: dict[str, Any]) -> str:
@@ -120,9 +149,9 @@ def apply(anchor: dict[str, Any]) -> dict[str, Any]:
     name = benchmark(anchor)
     f = FACTS[name]
     anchor["workload"]["isl"] = round(f["mean"])
-    anchor["notes"] = str(anchor["notes"]).replace(OLD_NOTE, note(name))
-    lengths = {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}
-    sim = {**(anchor.get("simulation") or {}), "input_len": lengths}
+    notes = str(anchor["notes"]).replace(OLD_NOTE, note(name))
+    anchor["notes"] = notes.replace(LOGNORMAL_NOTE.format(f=f), note(name)) if "table" in f else notes
+    sim = {**(anchor.get("simulation") or {}), **lengths(f)}
     out: dict[str, Any] = {}
     for k, v in anchor.items():
         if k != "simulation":

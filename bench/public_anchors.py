@@ -12,9 +12,10 @@ A bad anchor (or a file that does not load) becomes an error row, never a crash 
 `--refresh FILE ...` re-predicts only the anchors of the files named and keeps every other row of the saved
 results (`--out`) as it is: for a change that can only move those files' anchors (say which in the commit); the
 saved `provenance` says which files were re-predicted at which commit, on top of the provenance they came from.
+`--match TEXT` (with `--refresh`) narrows it to the anchors whose id contains TEXT; the files' other rows are kept.
 
 Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
-       python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--jobs N]
+       python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--match TEXT] [--jobs N]
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ LATENCY_METRICS = ("ttft_ms", "tpot_ms")
 Task = tuple[Any, str, str, str]  # (raw anchor, file path, split, source name)
 
 
-def load_tasks(paths: list[Path], split: str) -> tuple[list[Task], list[dict[str, Any]]]:
-    """One task per anchor of the files whose split matches; a file that does not load is one error row."""
+def load_tasks(paths: list[Path], split: str, match: str = "") -> tuple[list[Task], list[dict[str, Any]]]:
+    """One task per anchor of the files whose split matches (and whose id contains `match`); a file that
+    does not load is one error row."""
     tasks: list[Task] = []
     bad: list[dict[str, Any]] = []
     for p in paths:
@@ -63,7 +65,11 @@ def load_tasks(paths: list[Path], split: str) -> tuple[list[Task], list[dict[str
             continue
         if split not in ("all", file_split):
             continue
-        tasks += [(raw, str(p), file_split, str(src.get("name", ""))) for raw in anchors]
+        tasks += [
+            (raw, str(p), file_split, str(src.get("name", "")))
+            for raw in anchors
+            if not match or match in str(raw.get("id", "") if isinstance(raw, dict) else "")
+        ]
     return tasks, bad
 
 
@@ -221,8 +227,8 @@ def save(path: Path, payload: dict[str, Any]) -> None:
     os.replace(part, path)
 
 
-def run(paths: list[Path], split: str, jobs: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    tasks, rows = load_tasks(paths, split)
+def run(paths: list[Path], split: str, jobs: int, match: str = "") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    tasks, rows = load_tasks(paths, split, match)
     if jobs > 1 and len(tasks) > 1:
         with Pool(jobs) as pool:
             rows += pool.map(predict, tasks, chunksize=4)
@@ -235,8 +241,9 @@ def _rel(p: Path) -> str:
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
-def refresh(paths: list[Path], out: Path, jobs: int) -> int:
-    """Re-predict the anchors of `paths`, keep the other rows saved in `out`, recompute every table."""
+def refresh(paths: list[Path], out: Path, jobs: int, match: str = "") -> int:
+    """Re-predict the anchors of `paths` (those whose id contains `match`), keep the other rows saved in
+    `out`, recompute every table."""
     missing = [p for p in paths if not p.is_file()]
     if missing:
         print(f"--refresh: not found: {', '.join(map(str, missing))}", file=sys.stderr)
@@ -252,12 +259,12 @@ def refresh(paths: list[Path], out: Path, jobs: int) -> int:
     if unknown:
         print(f"--refresh: {', '.join(sorted(unknown))} is not among the saved run's files", file=sys.stderr)
         return 2
-    fresh, _ = run([p.resolve() for p in paths], split, jobs)
+    fresh, _ = run([p.resolve() for p in paths], split, jobs, match)
     basenames = {p.name for p in paths}  # a row names its file by basename
     by_id = {(r["file"], r["id"]): r for r in fresh}
     rows, kept = [], 0
     for r in kept_rows:  # the saved order, each refreshed row in its old place
-        if r.get("file") not in basenames:
+        if r.get("file") not in basenames or (match and match not in str(r.get("id", ""))):
             rows.append(r)
             kept += 1
         elif (r["file"], r["id"]) in by_id:
@@ -267,7 +274,9 @@ def refresh(paths: list[Path], out: Path, jobs: int) -> int:
     print(render(tabs))
     git = ["git", "rev-parse", "--short", "HEAD"]
     commit = subprocess.run(git, check=False, capture_output=True, text=True, cwd=ROOT).stdout
-    note = f"{', '.join(sorted(names))} re-predicted (--refresh) at {commit.strip() or 'unknown commit'}"
+    which = ", ".join(sorted(names))
+    which = f"the anchors of {which} whose id contains {match!r}" if match else which
+    note = f"{which} re-predicted (--refresh) at {commit.strip() or 'unknown commit'}"
     payload = {**saved, "tables": tabs, "rows": rows}
     payload["provenance"] = f"{saved.get('provenance', 'full run')}; then {note}"
     save(out, payload)
@@ -283,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-public", action="store_true", help="read only the files given")
     ap.add_argument("--refresh", nargs="+", type=Path, help="re-predict only these files, keep the other saved rows")
+    ap.add_argument("--match", default="", help="with --refresh: only the anchors whose id contains this text")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
@@ -292,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
     if args.refresh:
-        return refresh(args.refresh, args.out, args.jobs)
+        return refresh(args.refresh, args.out, args.jobs, args.match)
     given = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
     paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
     rows, tabs = run(paths, args.split, args.jobs)

@@ -35,7 +35,8 @@ class LengthDist(InputModel):
     `lognormal`: mean (of the lengths) and sigma (shape); `eos`: outputs that stop at an end-of-sequence
     token (a client without ignore_eos), mean and max (the request's max_tokens): a constant chance of
     stopping at every token, i.e. geometric lengths cut at max, whose stop chance gives that mean;
-    `empirical`: resample a trace column."""
+    `empirical`: resample a trace column, cut at `max` when given (the request's max_tokens); when
+    input and output both resample the same trace, they draw the same rows (`simulator.workload.paired`)."""
 
     kind: Literal["fixed", "uniform", "normal", "lognormal", "eos", "empirical"]
     value: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
@@ -45,7 +46,7 @@ class LengthDist(InputModel):
     std: float | None = Field(default=None, ge=0, le=MAX_TOKENS)
     sigma: float | None = Field(default=None, gt=0, le=3)  # lognormal shape; 3 already spans 1e4x
     trace: str | None = None
-    format: Literal["azure", "splitwise", "mooncake"] = "splitwise"
+    format: Literal["azure", "splitwise", "mooncake", "lengths"] = "splitwise"
     column: Literal["input", "output"] | None = None  # empirical: default is the field it fills
 
     @model_validator(mode="after")
@@ -106,7 +107,7 @@ class ArrivalSpec(InputModel):
 
 class TraceSpec(InputModel):
     path: str
-    format: Literal["azure", "splitwise", "mooncake"]
+    format: Literal["azure", "splitwise", "mooncake", "lengths"]
     time_scale: float = Field(default=1.0, ge=1e-6, le=1e6)  # >1 replays faster
 
 

@@ -1,5 +1,7 @@
-"""Trace readers: the Azure LLM inference CSV, the Splitwise/Vidur processed CSV and the Mooncake
-JSONL. Each returns arrival times (s, starting at 0), input and output lengths, and Mooncake's
+"""Trace readers: the Azure LLM inference CSV, the Splitwise/Vidur processed CSV, the Mooncake
+JSONL, and `lengths`, a CSV of a dataset's per-sample token counts (header input_length,
+output_length; no timestamps: every row arrives at 0, for `LengthDist(kind="empirical")` draws or an
+offline run). Each returns arrival times (s, starting at 0), input and output lengths, and Mooncake's
 prefix-block hashes when present.
 
 A malformed row (a missing field, a non-number, a length that is not positive or beyond
@@ -25,7 +27,7 @@ import numpy as np
 from roofline.errors import PlannerError
 from simulator.config import MAX_TOKENS
 
-FORMATS = ("azure", "splitwise", "mooncake")
+FORMATS = ("azure", "splitwise", "mooncake", "lengths")
 MAX_TIMESTAMP = 1e12  # seconds (~31,700 years): beyond it a timestamp is not a time
 MAX_SPAN_S = 1e7  # ~116 days from the median arrival; the published traces span one hour to one week
 MAX_HASH_BLOCKS = 100_000  # prefix blocks per request: 51M tokens at 512 tokens per block
@@ -80,13 +82,14 @@ def _open(path: Path) -> Any:
     return path.open(newline="", encoding="utf-8", errors="replace")
 
 
-def _csv_row(row: dict[str, Any], cols: tuple[str, str, str], fields: int) -> tuple[float, int, int]:
+def _csv_row(row: dict[str, Any], cols: tuple[str | None, str, str], fields: int) -> tuple[float, int, int]:
     if None in row.values() or None in row:
         raise _BadRow(f"expected {fields} fields")
-    return _timestamp(row[cols[0]]), _positive(row[cols[1]], cols[1]), _positive(row[cols[2]], cols[2])
+    t = 0.0 if cols[0] is None else _timestamp(row[cols[0]])
+    return t, _positive(row[cols[1]], cols[1]), _positive(row[cols[2]], cols[2])
 
 
-def _csv(path: Path, cols: tuple[str, str, str]) -> Trace:
+def _csv(path: Path, cols: tuple[str | None, str, str]) -> Trace:
     t, i, o, ln, skipped = [], [], [], [], []
     with _open(path) as fh:
         reader = csv.DictReader(fh)
@@ -94,9 +97,10 @@ def _csv(path: Path, cols: tuple[str, str, str]) -> Trace:
             names = reader.fieldnames or []
         except csv.Error as exc:
             raise TraceError(f"{path}:1: not a CSV header ({exc})") from exc
-        missing = [c for c in cols if c not in names]
+        want = [c for c in cols if c is not None]
+        missing = [c for c in want if c not in names]
         if missing:
-            raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(cols)})")
+            raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(want)})")
         while True:
             lineno = reader.line_num + 1
             try:
@@ -194,6 +198,8 @@ def read_trace(path: str | Path, fmt: str) -> Trace:
             return _csv(p, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
         if fmt == "splitwise":
             return _csv(p, ("arrived_at", "num_prefill_tokens", "num_decode_tokens"))
+        if fmt == "lengths":
+            return _csv(p, (None, "input_length", "output_length"))
         return _mooncake(p)
     except OSError as exc:
         raise TraceError(f"trace {p}: cannot be read ({exc.strerror or exc})") from exc

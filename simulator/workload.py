@@ -76,7 +76,63 @@ def sample_lengths(
         notes.extend(skipped_note(t))
         column = t.isl if (d.column or which) == "input" else t.osl
         out = rng.choice(column, size=n).astype(float)
+        if d.max is not None:  # the request's max_tokens cuts a recorded output
+            out = np.minimum(out, d.max)
     return np.clip(np.rint(out), 1, MAX_TOKENS).astype(np.int64)  # a long tail stays a length
+
+
+def paired(cfg: SimConfig) -> bool:
+    """Whether input and output lengths resample the same rows of one trace (both `empirical` on the
+    same file and format, each reading its own column): a sample's input and output stay together."""
+    i, o = cfg.input_len, cfg.output_len
+    return (
+        i is not None
+        and o is not None
+        and i.kind == o.kind == "empirical"
+        and (i.trace, i.format) == (o.trace, o.format)
+        and (i.column or "input") == "input"
+        and (o.column or "output") == "output"
+    )
+
+
+def sample_pairs(
+    cfg: SimConfig, n: int, rng: np.random.Generator, base: Path | None, notes: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`n` (input, output) rows drawn together from the trace both lengths resample (`paired`), each
+    cut at its own `max` when given."""
+    i, o = cfg.input_len, cfg.output_len
+    assert i is not None
+    assert o is not None
+    assert i.trace is not None
+    p = Path(i.trace) if base is None or Path(i.trace).is_absolute() else base / i.trace
+    t = read_trace(p, i.format)
+    notes.extend(skipped_note(t))
+    rows = rng.integers(0, len(t), size=n)
+    isls, osls = t.isl[rows].astype(float), t.osl[rows].astype(float)
+    isls = np.minimum(isls, i.max) if i.max is not None else isls
+    osls = np.minimum(osls, o.max) if o.max is not None else osls
+    return np.clip(isls, 1, MAX_TOKENS).astype(np.int64), np.clip(osls, 1, MAX_TOKENS).astype(np.int64)
+
+
+KV_DRAWS = 65_536  # length draws behind `in_flight_kv` (its sampling error is well under 1%)
+
+
+def in_flight_kv(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> float:
+    """Mean KV length of the sequences in flight in steady state. A sequence of input I and output L
+    is in flight for its L decode steps at contexts I..I+L, so the time average weights each by its
+    length: sum L (I + L/2) / sum L. Fixed lengths give isl + osl/2; spread outputs give more (long
+    outputs stay in flight longer: with DeepSeek-R1's MLPerf outputs, cv 1.25, about 1.8x). The draws
+    are `cfg`'s own lengths (its seed; a `simulation.trace` replays its rows), `KV_DRAWS` of them."""
+    if cfg is None or (cfg.input_len is None and cfg.output_len is None and cfg.trace is None):
+        return isl + osl / 2
+    if cfg.trace is not None:
+        p = Path(cfg.trace.path)
+        t = read_trace(p if base is None or p.is_absolute() else base / p, cfg.trace.format)
+        ii, oo = t.isl, t.osl
+    else:
+        ii, oo = draw_lengths(cfg, KV_DRAWS, isl, osl, np.random.default_rng(cfg.seed), base, [])
+    i, o = ii.astype(float), oo.astype(float)
+    return float(np.sum(o * (i + o / 2)) / np.sum(o))
 
 
 def eos_stop_chance(mean: float, cap: int) -> float:
@@ -129,6 +185,17 @@ def _piecewise(schedule: list[list[float]], n: int, rng: np.random.Generator) ->
     return t - t[0]
 
 
+def draw_lengths(
+    cfg: SimConfig, n: int, isl: int, osl: int, rng: np.random.Generator, base: Path | None, notes: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`n` input and output lengths from `cfg`'s distributions (fixed at isl/osl where it has none)."""
+    if paired(cfg):
+        return sample_pairs(cfg, n, rng, base, notes)
+    isls = sample_lengths(cfg.input_len, n, rng, base, "input", notes) if cfg.input_len else np.full(n, isl)
+    osls = sample_lengths(cfg.output_len, n, rng, base, "output", notes) if cfg.output_len else np.full(n, osl)
+    return isls, osls
+
+
 def build_workload(
     cfg: SimConfig, isl: int, osl: int, concurrency: float | None, rate: float | None, base: Path | None = None
 ) -> Workload:
@@ -147,8 +214,7 @@ def build_workload(
         return Workload(None if conc else arr, conc or 0, isls, osls, hashes, skipped_note(trace))
     n = cfg.requests
     notes: list[str] = []
-    isls = sample_lengths(cfg.input_len, n, rng, base, "input", notes) if cfg.input_len else np.full(n, isl)
-    osls = sample_lengths(cfg.output_len, n, rng, base, "output", notes) if cfg.output_len else np.full(n, osl)
+    isls, osls = draw_lengths(cfg, n, isl, osl, rng, base, notes)
     spec = cfg.arrival
     if spec is None:
         if rate:

@@ -50,7 +50,13 @@ class Question(StrictModel):
     kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
     verify_top: int = Field(default=3, ge=0, le=8)  # recommendations the simulator must confirm
     simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
+    kv_len: float | None = Field(default=None, gt=0)  # mean KV length in flight; None: isl + osl/2 (`in_flight_kv`)
     checkpoint: str | None = Field(default=None, min_length=1)  # HF repo id or path the launch commands load
+
+    def in_flight_kv(self) -> float:
+        """The mean KV length of the sequences in flight that the estimates price (see
+        `simulator.workload.in_flight_kv`): stated, else isl + osl/2."""
+        return self.kv_len if self.kv_len is not None else self.isl + self.osl / 2
 
     @model_validator(mode="after")
     def _check(self) -> Question:

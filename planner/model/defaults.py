@@ -20,6 +20,7 @@ from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttent
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
 from simulator.config import SimConfig
+from simulator.workload import in_flight_kv
 
 DEFAULT_ISL = DEFAULT_OSL = 1024  # the 1k/1k point SGLang, TRT-LLM and InferenceMAX publish first
 
@@ -205,7 +206,9 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
     if w.isl == "unknown" or w.osl == "unknown":
         note.append(f"workload: isl {isl}, osl {osl} where unknown (the 1k/1k benchmark default)")
-    kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else isl + osl / 2
+    sim = anchored(s.simulation, base_dir)
+    # the mean context in flight: stated, else from the simulation's length draws (isl + osl/2 when fixed)
+    kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else in_flight_kv(sim, isl, osl)
     conc: float | None = None
     if isinstance(w.concurrency, int):
         phase_pool = dep.first("decode") if s.phase == "decode" else None
@@ -219,7 +222,26 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     ref = s.model
     if base_dir is not None and (base_dir / ref).is_file():
         ref = str((base_dir / ref).resolve())
-    return Resolved(dep, *traffic, assumed, s.phase, s.slo, s.simulation, s.name, ref)
+    return Resolved(dep, *traffic, assumed, s.phase, s.slo, sim, s.name, ref)
+
+
+def anchored(sim: SimConfig | None, base_dir: Path | None) -> SimConfig | None:
+    """`sim` with its relative trace paths (`simulation.trace`, empirical lengths) made absolute
+    against the scenario's folder, so that every later run finds them wherever it is started."""
+    if sim is None or base_dir is None:
+        return sim
+
+    def fix(path: str) -> str:
+        return path if Path(path).is_absolute() else str((base_dir / path).resolve())
+
+    update: dict[str, Any] = {}
+    for name in ("input_len", "output_len"):
+        d = getattr(sim, name)
+        if d is not None and d.trace is not None:
+            update[name] = d.model_copy(update={"trace": fix(d.trace)})
+    if sim.trace is not None:
+        update["trace"] = sim.trace.model_copy(update={"path": fix(sim.trace.path)})
+    return sim.model_copy(update=update) if update else sim
 
 
 def to_scenario(res: Resolved) -> dict[str, Any]:

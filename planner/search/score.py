@@ -127,7 +127,7 @@ def score(q: Question, c: Candidate) -> Scored:
 
 def _score(q: Question, c: Candidate) -> Scored:
     unit = deployment(q, c)
-    kv_len = q.isl + q.osl / 2
+    kv_len = q.in_flight_kv()
     cap = max_batch(unit, q.isl, q.osl)
     batches = sorted({min(2**k, cap) for k in range(15) if 2 ** (k - 1) < cap})
     points: list[Point] = []

@@ -79,6 +79,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
         max_gpus=None if exact else max(partial, default_gpus(hw)),
         isl=facts["isl"],
         osl=facts["osl"],
+        kv_len=facts["kv_len"],
         rate=rate,
         concurrency=conc,
         slo=SLO(ttft_p90_ms=slo.ttft_ms, tpot_p90_ms=slo.tpot_ms, e2e_p90_ms=slo.e2e_ms) if slo else SLO(),
@@ -98,12 +99,13 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
         roles = ["prefill", "decode"]
     data = scenario_data(s)
     data.update(model=model_ref(s, base_dir), deployment={r: one for r in roles})
-    res = resolve(Scenario.model_validate(data))
+    res = resolve(Scenario.model_validate(data), base_dir)
     pool = res.deployment.pools[-1]
     return res, {
         "engine": res.deployment.engine,
         "isl": res.isl,
         "osl": res.osl,
+        "kv_len": res.kv_len,
         "mtp": pool.instance.mtp is not None,
         "mem_fraction": pool.instance.runtime.mem_fraction,
         "precision": pool.instance.precision,
@@ -150,7 +152,7 @@ def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) ->
         pairs = [(n_d, p) for p in _some((q.budget - n_d * g_d) // max(g_p, 1))]
     else:
         pairs = [(n_d, n_p)]
-    kv_len = q.isl + q.osl / 2
+    kv_len = q.in_flight_kv()
     out: list[Point] = []
     for d, p in pairs:
         dep = deployment(q, c, d, p)

@@ -28,7 +28,7 @@ def as_resolved(q: Question, p: Point) -> Resolved:
     name = f"{q.model} on {p.gpus}x {q.hardware}"
     conc = float(q.concurrency) if q.concurrency is not None else None
     return Resolved(
-        p.deployment, q.isl, q.osl, q.isl + q.osl / 2, conc, rate, [], "end-to-end", slo, q.simulation, name
+        p.deployment, q.isl, q.osl, q.in_flight_kv(), conc, rate, [], "end-to-end", slo, q.simulation, name
     )
 
 

@@ -3,10 +3,13 @@ files are what the script writes (so a hand edit or a stale file shows)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import yaml
 
 from bench import mlperf_workload as mw
 from planner.search.validate import Anchor
+from simulator.traces import read_trace
 
 
 def _anchors():
@@ -14,7 +17,7 @@ def _anchors():
         yield from yaml.safe_load(path.read_text())["anchors"]
 
 
-def test_every_mlperf_anchor_has_its_dataset_mean_isl_and_lognormal_spread():
+def test_every_mlperf_anchor_has_its_dataset_mean_isl_and_length_spread():
     """A LoadGen log gives no input lengths; the dataset is fixed per benchmark, so isl is never
     `unknown` (the 1k default) and the simulated lengths follow that dataset's mean and spread."""
     seen = set()
@@ -23,7 +26,14 @@ def test_every_mlperf_anchor_has_its_dataset_mean_isl_and_lognormal_spread():
         seen.add(name)
         facts = mw.FACTS[name]
         assert raw["workload"]["isl"] == round(facts["mean"]), raw["id"]
-        assert raw["simulation"]["input_len"] == {"kind": "lognormal", "mean": facts["mean"], "sigma": facts["sigma"]}
+        assert {k: raw["simulation"].get(k) for k in ("input_len", "output_len")} == {
+            "output_len": None,
+            **mw.lengths(facts),
+        }, raw["id"]
+        if "table" in facts:  # the copied table: its input mean is the dataset's, its output cut at max
+            t = read_trace(mw.FILES[0].parent / facts["table"], "lengths")
+            assert t.isl.mean() == pytest.approx(facts["mean"], abs=0.05)
+            assert np.minimum(t.osl, facts["max_output"]).mean() == pytest.approx(3886.2, abs=0.05)
         assert f"isl {round(facts['mean'])} = mean input tokens" in raw["notes"], raw["id"]
         Anchor.model_validate(raw)  # the planner reads the section
     assert seen == set(mw.FACTS)

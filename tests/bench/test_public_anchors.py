@@ -101,6 +101,24 @@ def test_refresh_repredicts_only_the_named_files_and_keeps_the_other_rows(tmp_pa
     assert pa.main(["--refresh", str(other), "--out", str(out)]) == 2  # not a file of the saved run
 
 
+def test_refresh_with_match_repredicts_only_the_matching_anchors_of_the_file(tmp_path):
+    a = _write(tmp_path / "tiny-a.yaml", "test", [DECODE, TPOT])
+    out = tmp_path / "public_anchors.json"
+    assert pa.main([str(a), "--no-public", "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    for r in saved["rows"]:
+        r["note"] = "left as saved"
+    out.write_text(json.dumps(saved))
+    _write(a, "test", [{**DECODE, "value": 1000}, {**TPOT, "value": 80}])
+    assert pa.main(["--refresh", str(a), "--match", "tpot", "--out", str(out)]) == 0
+    again = {r["id"]: r for r in json.loads(out.read_text())["rows"]}
+    assert again["tiny-h200-tpot"]["published"] == 80
+    assert "note" not in again["tiny-h200-tpot"]
+    assert again["tiny-h200-decode"]["note"] == "left as saved"  # not matched: kept as saved
+    assert again["tiny-h200-decode"]["published"] == 500
+    assert "whose id contains 'tpot'" in json.loads(out.read_text())["provenance"]
+
+
 def test_latency_table_splits_ttft_and_tpot_by_the_traffic_an_anchor_states(tmp_path):
     """Issue 11 and 12 read TTFT/TPOT by how the traffic is stated: a closed loop's concurrency, an open loop's
     request rate, or neither; the table must put each latency anchor in the row its workload names."""

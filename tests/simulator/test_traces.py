@@ -1,4 +1,5 @@
-"""Trace readers accept the three published formats and name the bad line of a malformed file."""
+"""Trace readers accept the three published formats and a dataset's length table, and name the bad
+line of a malformed file."""
 
 from __future__ import annotations
 
@@ -16,6 +17,20 @@ def test_splitwise_trace_from_shared_reads_whole(shared_dir):
     assert t.arrival_s[0] == 0.0
     assert np.all(np.diff(t.arrival_s) >= 0)
     assert 1000 < t.isl.mean() < 1300
+
+
+def test_a_length_table_keeps_its_rows_in_order_all_at_time_zero(tmp_path):
+    p = tmp_path / "lengths.csv"
+    p.write_text("input_length,output_length\n1283,1427\n52,20000\nx,3\n900,1\n")
+    t = read_trace(p, "lengths")
+    assert t.isl.tolist() == [1283, 52, 900]
+    assert t.osl.tolist() == [1427, 20000, 1]
+    assert (t.arrival_s == 0).all()
+    assert len(t.skipped) == 1
+    assert ":4:" in t.skipped[0]
+    (tmp_path / "bad.csv").write_text("input_length,out\n1,2\n")
+    with pytest.raises(TraceError, match="header lacks output_length"):
+        read_trace(tmp_path / "bad.csv", "lengths")
 
 
 def test_azure_format_with_iso_timestamps(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from simulator.config import ArrivalSpec, LengthDist, SimConfig
-from simulator.workload import arrival_times, build_workload, eos_stop_chance, sample_lengths
+from simulator.workload import arrival_times, build_workload, eos_stop_chance, in_flight_kv, sample_lengths
 
 
 def test_poisson_and_constant_rates():
@@ -66,6 +66,41 @@ def test_empirical_lengths_resample_a_trace(shared_dir):
     d = LengthDist(kind="empirical", trace=str(shared_dir / "traces" / "splitwise_code.csv"))
     out = sample_lengths(d, 20000, np.random.default_rng(4), which="output")
     assert 20 < out.mean() < 40  # code completions are short (mean 28 tokens)
+
+
+def _table(tmp_path, rows):
+    p = tmp_path / "lengths.csv"
+    p.write_text("input_length,output_length\n" + "".join(f"{i},{o}\n" for i, o in rows))
+    return str(p)
+
+
+def test_input_and_output_resampled_from_one_table_stay_paired_and_output_is_cut_at_max(tmp_path):
+    table = _table(tmp_path, [(100, 10), (2000, 30000), (700, 5)])
+    row = {"kind": "empirical", "trace": table, "format": "lengths"}
+    cfg = SimConfig(requests=3000, input_len=LengthDist(**row), output_len=LengthDist(**row, max=20000))
+    w = build_workload(cfg, 1, 1, 8, None)
+    pairs = set(zip(w.isl.tolist(), w.osl.tolist(), strict=True))
+    assert pairs == {(100, 10), (2000, 20000), (700, 5)}  # never (100, 5): rows are drawn whole
+    # an input read from the output column is not a row's pair: the two are drawn apart
+    apart = cfg.model_copy(update={"input_len": LengthDist(**row, column="output")})
+    w = build_workload(apart, 1, 1, 8, None)
+    assert len(set(zip(w.isl.tolist(), w.osl.tolist(), strict=True))) > 3
+    cut = sample_lengths(LengthDist(**row, max=20000), 3000, np.random.default_rng(1), which="output")
+    assert cut.max() == 20000
+
+
+def test_in_flight_kv_weights_each_sequence_by_how_long_it_stays():
+    assert in_flight_kv(None, 1000, 1000) == 1500.0  # fixed lengths: isl + osl/2
+    assert in_flight_kv(SimConfig(), 800, 200) == 900.0
+    # outputs 1 or 3999 tokens in equal numbers: the long ones hold the batch for 3999 of every 4000 steps
+    spread = SimConfig(output_len=LengthDist(kind="uniform", min=1, max=3999))
+    kv = in_flight_kv(spread, 1000, 2000)
+    assert kv == pytest.approx(1000 + (2000**2 + 2000**2 / 3) / (2 * 2000), rel=0.01)  # E[L^2] / (2 E[L])
+    assert kv > 1000 + 2000 / 2
+    # geometric (stop-at-EOS) outputs: E[L^2] / E[L] is about twice the mean
+    eos = SimConfig(output_len=LengthDist(kind="eos", mean=500, max=100000))
+    assert in_flight_kv(eos, 1000, 500) == pytest.approx(1000 + 500, rel=0.03)
+    assert in_flight_kv(eos, 1000, 500) == in_flight_kv(eos, 1000, 500)  # seeded
 
 
 def test_same_seed_same_workload_and_different_seed_differs():

@@ -1,0 +1,64 @@
+"""The estimates price the mean context of the sequences in flight: with spread output lengths
+(`simulation.output_len`) long outputs stay in flight longer, so that mean is above isl + osl/2; the
+stated deployment and the searched one (unknown fields) use the same figure, and a table named by a
+relative path is found next to the scenario, wherever the run starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.inputs.scenario import Scenario
+from planner.model.defaults import resolve
+from planner.model.estimator import estimate
+from planner.search.unknowns import _probe, _question, search_deployment
+
+POOL = {"instances": 1, "gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8, "pp": 1}
+
+
+def _scenario(tmp_path: Path, deployment: dict[str, Any]) -> Scenario:
+    (tmp_path / "data").mkdir(parents=True, exist_ok=True)
+    rows = [(100, 50), (900, 8000), (1200, 300), (600, 2000)]
+    (tmp_path / "data" / "t.csv").write_text("input_length,output_length\n" + "".join(f"{i},{o}\n" for i, o in rows))
+    row = {"kind": "empirical", "trace": "data/t.csv", "format": "lengths"}
+    return Scenario.model_validate(
+        {
+            "model": "deepseek-v3",
+            "hardware": "b200",
+            "engine": "trtllm",
+            "deployment": {"aggregated": deployment},
+            "precision": {"moe": "nvfp4", "kv_cache": "fp8"},
+            "workload": {"isl": 700, "osl": 2588},
+            "simulation": {"input_len": row, "output_len": row},
+        }
+    )
+
+
+def test_spread_outputs_raise_the_context_in_flight_and_lower_offline_throughput(tmp_path, monkeypatch):
+    s = _scenario(tmp_path, POOL)
+    monkeypatch.chdir("/")  # the table is found next to the scenario, not the working folder
+    res = resolve(s, tmp_path)
+    # sum L (I + L/2) / sum L over the four rows, drawn at random: within the draws' noise
+    exact = (50 * 125 + 8000 * 4900 + 300 * 1350 + 2000 * 1600) / 10350
+    assert res.kv_len == pytest.approx(exact, rel=0.02)
+    assert res.kv_len > 700 + 2588 / 2
+    assert res.simulation is not None
+    assert Path(str(res.simulation.input_len.trace)).is_absolute()
+    fixed = resolve(s.model_copy(update={"simulation": None}), tmp_path)
+    assert fixed.kv_len == 700 + 2588 / 2
+    assert estimate(res).output_tok_s_per_gpu < estimate(fixed).output_tok_s_per_gpu
+
+
+def test_the_search_for_unknown_fields_prices_the_same_context(tmp_path):
+    unknown = {k: "unknown" for k in POOL} | {"gpus_per_instance": 8, "instances": 1}
+    s = _scenario(tmp_path, unknown)
+    probe, facts = _probe(s, tmp_path)
+    q = _question(s, facts, "output_tok_s_per_gpu", tmp_path)
+    stated = resolve(_scenario(tmp_path / "b", POOL), tmp_path / "b")
+    assert q.in_flight_kv() == probe.kv_len == pytest.approx(stated.kv_len)
+    assert q.in_flight_kv() > 700 + 2588 / 2
+    dep, _, point = search_deployment(s, "output_tok_s_per_gpu", tmp_path)
+    assert point is not None
+    assert dep.gpus == 8
