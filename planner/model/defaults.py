@@ -209,6 +209,11 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     sim = anchored(s.simulation, base_dir)
     # the mean context in flight: stated, else from the simulation's length draws (isl + osl/2 when fixed)
     kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else in_flight_kv(sim, isl, osl)
+    if not isinstance(w.kv_len, int | float) and kv_len != isl + osl / 2:
+        note.append(
+            f"workload.kv_len: {kv_len:,.0f} (the mean context in flight over the simulation's lengths, "
+            f"sum L(I + L/2) / sum L; fixed lengths would give {isl + osl / 2:,.0f})"
+        )
     conc: float | None = None
     if isinstance(w.concurrency, int):
         phase_pool = dep.first("decode") if s.phase == "decode" else None
