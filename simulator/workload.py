@@ -35,6 +35,12 @@ def skipped_note(t: Trace) -> list[str]:
     return [f"trace: skipped {len(t.skipped)} malformed row(s), first {t.skipped[0]}"]
 
 
+def _at(path: str, base: Path | None) -> Path:
+    """A trace path as given, or relative to `base` (the scenario's folder) when it is relative."""
+    p = Path(path)
+    return p if base is None or p.is_absolute() else base / p
+
+
 def sample_lengths(
     d: LengthDist,
     n: int,
@@ -71,8 +77,7 @@ def sample_lengths(
         )
     else:
         assert d.trace is not None
-        p = Path(d.trace) if base is None or Path(d.trace).is_absolute() else base / d.trace
-        t = read_trace(p, d.format)
+        t = read_trace(_at(d.trace, base), d.format)
         notes.extend(skipped_note(t))
         column = t.isl if (d.column or which) == "input" else t.osl
         out = rng.choice(column, size=n).astype(float)
@@ -104,8 +109,7 @@ def sample_pairs(
     assert i is not None
     assert o is not None
     assert i.trace is not None
-    p = Path(i.trace) if base is None or Path(i.trace).is_absolute() else base / i.trace
-    t = read_trace(p, i.format)
+    t = read_trace(_at(i.trace, base), i.format)
     notes.extend(skipped_note(t))
     rows = rng.integers(0, len(t), size=n)
     isls, osls = t.isl[rows].astype(float), t.osl[rows].astype(float)
@@ -126,8 +130,7 @@ def in_flight_kv(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = 
     if cfg is None or (cfg.input_len is None and cfg.output_len is None and cfg.trace is None):
         return isl + osl / 2
     if cfg.trace is not None:
-        p = Path(cfg.trace.path)
-        t = read_trace(p if base is None or p.is_absolute() else base / p, cfg.trace.format)
+        t = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
         ii, oo = t.isl, t.osl
     else:
         ii, oo = draw_lengths(cfg, KV_DRAWS, isl, osl, np.random.default_rng(cfg.seed), base, [])
@@ -202,8 +205,7 @@ def build_workload(
     cfg = cfg.checked()
     rng = np.random.default_rng(cfg.seed)
     if cfg.trace is not None:
-        p = Path(cfg.trace.path)
-        trace = read_trace(p if base is None or p.is_absolute() else base / p, cfg.trace.format)
+        trace = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
         n = min(cfg.requests, len(trace))
         arr: np.ndarray | None = trace.arrival_s[:n] / cfg.trace.time_scale
         isls, osls = trace.isl[:n].copy(), trace.osl[:n].copy()
