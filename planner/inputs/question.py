@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
+from simulator.workload import in_flight_kv
 
 MAX_PLAN_GPUS = 4608
 Objective = Literal["throughput-per-gpu", "gpus", "cost"]
@@ -50,7 +51,9 @@ class Question(StrictModel):
     kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
     verify_top: int = Field(default=3, ge=0, le=8)  # recommendations the simulator must confirm
     simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
-    kv_len: float | None = Field(default=None, gt=0)  # mean KV length in flight; None: isl + osl/2 (`in_flight_kv`)
+    # mean KV length in flight; None: isl + osl/2 (`in_flight_kv`); `build_question` sets it from
+    # the `simulation:` lengths when they are spread
+    kv_len: float | None = Field(default=None, gt=0)
     checkpoint: str | None = Field(default=None, min_length=1)  # HF repo id or path the launch commands load
 
     def in_flight_kv(self) -> float:
@@ -114,7 +117,17 @@ def build_question(
     if simulation is not None:
         data["simulation"] = simulation
     data = {k: v for k, v in data.items() if v is not None}
-    return parse_question(data)
+    return with_context_in_flight(parse_question(data))
+
+
+def with_context_in_flight(q: Question) -> Question:
+    """`q` with `kv_len` taken from its own `simulation:` lengths (`simulator.workload.in_flight_kv`,
+    trace paths read as the simulation reads them) unless stated, so the estimates that rank the
+    candidates price the context the verifying simulation will hold. Unchanged for fixed lengths."""
+    if q.kv_len is not None or q.simulation is None:
+        return q
+    kv = in_flight_kv(q.simulation, q.isl, q.osl)
+    return q if kv == q.isl + q.osl / 2 else q.model_copy(update={"kv_len": kv})
 
 
 def parse_question(data: object, where: str = "question") -> Question:

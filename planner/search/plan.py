@@ -212,7 +212,7 @@ def plan(
                 f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
                 f"{len(scored)} scored, {served}pruned: {why}"
             )
-        return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note])
+        return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note, *_context(q)])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
@@ -221,7 +221,7 @@ def plan(
     failed: list[str] = []
     simulated = _verify(q, recs, say, failed) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
-    notes: list[str] = failed
+    notes: list[str] = failed + _context(q)
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
     if q.verify_top == 0:
         notes.append("not simulated (verify_top: 0): figures are estimates")
@@ -235,6 +235,16 @@ def plan(
             "are shown first"
         )
     return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
+
+
+def _context(q: Question) -> list[str]:
+    """What the estimates assumed for the context in flight, where it is not isl + osl/2."""
+    if q.kv_len is None or q.kv_len == q.isl + q.osl / 2:
+        return []
+    return [
+        f"estimates price a mean context in flight of {q.kv_len:,.0f} tokens per sequence (kv_len: stated, "
+        f"or sum L(I + L/2) / sum L over the simulation's lengths); fixed lengths would give {q.isl + q.osl / 2:,.0f}"
+    ]
 
 
 def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, float, str]]]:

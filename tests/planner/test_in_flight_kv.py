@@ -62,3 +62,21 @@ def test_the_search_for_unknown_fields_prices_the_same_context(tmp_path):
     dep, _, point = search_deployment(s, "output_tok_s_per_gpu", tmp_path)
     assert point is not None
     assert dep.gpus == 8
+
+
+def test_a_question_prices_the_context_of_its_own_simulation_lengths():
+    from planner.inputs.question import build_question
+    from planner.search.plan import plan
+
+    eos = {"output_len": {"kind": "eos", "mean": 1000, "max": 8000}}
+    fields = {"model": "qwen3-30b-a3b", "hardware": "h200-sxm", "gpus": 1, "isl": 1000, "osl": 1000, "verify_top": 0}
+    spread = build_question(fields, simulation=eos)
+    fixed = build_question(fields)
+    assert fixed.kv_len is None
+    assert fixed.in_flight_kv() == 1500
+    # geometric outputs of mean 1000: sum L(I + L/2) / sum L = I + E[L^2]/(2 E[L]) ~ I + L (the cap trims a little)
+    assert 1900 < spread.in_flight_kv() < 2000
+    note = [n for n in plan(spread, workers=None).notes if "context in flight" in n]
+    assert len(note) == 1
+    assert "fixed lengths would give 1,500" in note[0]
+    assert not [n for n in plan(fixed, workers=None).notes if "context in flight" in n]
