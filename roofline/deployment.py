@@ -67,6 +67,9 @@ class RuntimeOptions(StrictModel):
     comm_overlap: float = Field(default=0.0, ge=0, le=1)  # share of EP comm hidden under compute
     ep_imbalance: float | None = Field(default=None, ge=1)  # max/mean expert load; None: derived
     redundant_experts: int = Field(default=0, ge=0)
+    # Expert-parallel load balancing (EPLB: expert placement, and replicas in redundant slots, from
+    # load statistics). None: on exactly when redundant experts are configured (they need it).
+    eplb: bool | None = None
     mem_fraction: float = Field(default=0.85, gt=0, le=1)
     offload: bool | None = None  # None: offload weights to host only when needed and C2C exists
     kernel_overrides: dict[str, str] = Field(default_factory=dict)
@@ -137,6 +140,11 @@ class RuntimeOptions(StrictModel):
         if self.pdl and self.cuda_graphs:
             return 0.0
         return (self.launch_gap_graph_us if self.cuda_graphs else self.launch_gap_eager_us) * 1e-6
+
+    @property
+    def load_balanced(self) -> bool:
+        """Whether EPLB places the experts (`roofline.imbalance`): as stated, else with redundant experts."""
+        return self.eplb if self.eplb is not None else self.redundant_experts > 0
 
     @property
     def fixed_cost_scale(self) -> float:

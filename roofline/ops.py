@@ -4,7 +4,8 @@ record, GEMMs, dense FFN and MoE. Attention builders live in `roofline.attention
 Each builder returns `Op` records already summed over the layers this GPU holds (its pipeline
 stage). Formulas (FLOPs = 2 x multiply-adds):
 - GEMM: 2 x tokens x params; bytes = weights (by format) + activations in and out.
-- MoE: tokens x top_k pairs spread over ep ranks (x imbalance); weights read once per touched
+- MoE: tokens x top_k pairs spread over ep ranks (x the busiest rank's imbalance,
+  `roofline.imbalance`); weights read once per touched
   expert on the busiest rank (the expected maximum over ep ranks), or once per pair for
   slot-GEMV kernels.
 Communication and pricing live in `roofline.step`.
@@ -19,6 +20,7 @@ from typing import Literal
 
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
+from roofline.imbalance import imbalance, max_normal_mean, popularity_excess
 from roofline.kernels import select
 from roofline.params import (
     dense_ffn_params,
@@ -76,19 +78,16 @@ def gemm_op(
 
 
 def expected_imbalance(inst: InstanceSpec, pairs_per_rank: float) -> float:
-    """Max-over-ranks / mean expert load in one step.
-
-    Binomial spread of the routed pairs over ranks (the max of `ep` ranks sits about
-    sqrt(2 ln ep) standard deviations above the mean) times a residual popularity skew of 1.15
-    left after EPLB rebalancing (assumption: SGLang large-scale EP blog reports balancedness,
-    mean/max, around 0.85-0.9 with EPLB)."""
+    """Max-over-ranks / mean expert load in one step (`roofline.imbalance`): the hot-expert excess
+    of the rank holding the most popular experts (small with EPLB) plus the routing noise of
+    `pairs_per_rank` pairs on the busiest of `ep` ranks; a stated `runtime.ep_imbalance` instead."""
     ep = inst.parallel.ep
     if inst.runtime.ep_imbalance is not None:
         return inst.runtime.ep_imbalance
-    if ep <= 1 or pairs_per_rank <= 0:
+    if ep <= 1 or pairs_per_rank <= 0 or inst.model.moe is None:
         return 1.0
-    spread = math.sqrt(2 * math.log(ep)) / math.sqrt(max(pairs_per_rank, 1.0))
-    return 1.15 * (1 + spread)
+    slots = inst.model.moe.num_experts + inst.runtime.redundant_experts
+    return imbalance(popularity_excess(ep, slots, inst.runtime.load_balanced), pairs_per_rank, max_normal_mean(ep))
 
 
 @functools.lru_cache(maxsize=65536)  # on the simulator's step path; a pure function of its arguments

@@ -3,9 +3,10 @@
 Calls are memoized on a quantized batch shape (KV length to 32 tokens, prefill tokens to 64,
 prefixes to 256), so a 100,000-request run calls the model a few thousand times rather than
 once per step. Optionally each decode step draws its own expert-parallel load imbalance: the
-max-rank load of `ep` ranks is approximated by the Gumbel limit of the maximum of `ep` normals,
-and the MoE share of the step scales with it around the expected imbalance that
-`step_cost` already includes. A mixed step (decodes and prefill chunks together, vLLM and TRT-LLM)
+routing noise of the busiest of `ep` ranks is a draw of the maximum of `ep` standard normals
+(`roofline.imbalance.max_normal_quantiles`, whose mean is the estimator's), and the MoE share of
+the step scales with it around the expected imbalance that `step_cost` already includes.
+A mixed step (decodes and prefill chunks together, vLLM and TRT-LLM)
 is one `StepBatch` holding both, priced by the same `step_cost` as the estimator's mixed step;
 with pp stages decode and mixed steps run as pp micro-batches in flight (`roofline.pipeline`).
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
+from roofline.imbalance import imbalance, max_normal_quantiles, popularity_excess
 from roofline.ops import expected_imbalance
 from roofline.pipeline import pipelined_cost
 from roofline.step import step_cost
@@ -48,8 +50,11 @@ class StepTimer:
         self._decode: dict[tuple[int, int, int], tuple[float, float, float, float]] = {}
         self._mixed: dict[tuple[int, int, int, int, int], float] = {}
         self._both: dict[tuple[int, int, int, int, int, int], tuple[float, float, float, float]] = {}
-        self._a = math.sqrt(2 * math.log(ep)) if ep > 1 else 0.0
-        self._k = inst.model.moe.top_k if inst.model.moe else 0
+        moe = inst.model.moe
+        self._k = moe.top_k if moe else 0
+        slots = (moe.num_experts if moe else 0) + inst.runtime.redundant_experts
+        self._pop = popularity_excess(ep, slots, inst.runtime.load_balanced) if self.noise else 0.0
+        self._z = np.array(max_normal_quantiles(ep)) if self.noise else np.zeros(1)
 
     def _cost(self, batch: StepBatch, pipeline: bool = True) -> tuple[float, float]:
         """A step's time and its expert-GEMM share. Decode and mixed steps run as pp micro-batches
@@ -67,14 +72,13 @@ class StepTimer:
         if hit is None:
             t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
             pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep / self.inst.parallel.pp
-            hit = self._decode[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
+            hit = self._decode[key] = (t, moe, pairs, expected_imbalance(self.inst, pairs))
         return self._noisy(hit)
 
     def _noisy(self, hit: tuple[float, float, float, float]) -> float:
-        t, moe, sqrt_pairs, expected = hit
+        t, moe, pairs, expected = hit
         if self.noise and moe > 0:
-            z = self._a + self.rng.gumbel() / self._a
-            drawn = 1.15 * (1 + max(z, 0.0) / sqrt_pairs)
+            drawn = imbalance(self._pop, pairs, float(self._z[self.rng.integers(len(self._z))]))
             t += moe * (drawn / expected - 1)
         return t
 
@@ -133,5 +137,5 @@ class StepTimer:
             batch = StepBatch(key[0], key[0] * kv, ((per_new, per_prefix),) * n, drafts)
             t, moe = self._cost(batch)
             pairs = batch.tokens * self._k / self.inst.parallel.ep / self.inst.parallel.pp  # one micro-batch's
-            hit = self._both[key] = (t, moe, math.sqrt(max(pairs, 1.0)), expected_imbalance(self.inst, pairs))
+            hit = self._both[key] = (t, moe, pairs, expected_imbalance(self.inst, pairs))
         return self._noisy(hit)

@@ -101,6 +101,11 @@ def runtime_options(
         custom_allreduce_max_bytes=p.custom_allreduce_max_bytes.value if p.custom_allreduce_max_bytes else 0,
     )
     values.update(_adp_balance(p, stated))
+    if "eplb" not in stated and parallel.ep > 1:
+        on = bool(values["redundant_experts"]) or p.eplb.value
+        why = "redundant experts need it" if values["redundant_experts"] else f"{engine} default: {p.eplb.source}"
+        say.append(f"runtime.eplb: {'on' if on else 'off'} ({why})")
+        values["eplb"] = on
     values.update(stated)  # measured engine costs and kernel overrides a scenario states
     return RuntimeOptions.model_validate(values)
 

@@ -177,6 +177,7 @@ class EngineProfile(_Strict):
     pdl: SBool
     comm_overlap_wide_ep: SFloat
     redundant_experts_wide_ep: SInt
+    eplb: SBool  # the engine's own EPLB default (roofline.imbalance); redundant experts turn it on
     host_offload: SBool
     scheduler: SScheduler
     prefill_tokens_per_rank: SInt

@@ -147,6 +147,7 @@ STATED_RUNTIME = (
     "cuda_graphs",
     "comm_overlap",
     "redundant_experts",
+    "eplb",
     "mem_fraction",
     "max_prefill_tokens",
     "max_running_per_rank",

@@ -162,10 +162,12 @@ def test_twenty_random_plans_parse_for_every_engine():
     ],
 )
 def test_a_flag_the_parser_rejects_is_reported(default_plan, engine, old, new):
-    """The check can fail: each edit makes one printed command invalid for its engine."""
+    """The check can fail: each edit makes one printed command invalid for its engine (on the plan's
+    first disaggregated deployment, whose commands carry every engine's disaggregation setup)."""
     q, a = default_plan
-    text = launch_commands(q, a.recommendations[0])[engine]
-    if "{n}" in old:  # the layout's own number, whatever the default plan's #1 is
+    r = next(r for r in a.recommendations if r.deployment.mode == "disaggregated")
+    text = launch_commands(q, r)[engine]
+    if "{n}" in old:  # the layout's own number, whatever that deployment is
         n = re.findall(rf"{re.escape(old.split(' {n}')[0])} (\d+)", text)[0]
         old, new = old.format(n=n), new.format(n=n, m=int(n) + 1)
     assert old in text

@@ -78,7 +78,8 @@ def test_expert_load_imbalance_shrinks_with_tokens_per_rank():
     inst = make_instance(gpus=48, tp=1, dp=48, ep=48)
     few, many = expected_imbalance(inst, 64), expected_imbalance(inst, 100_000)
     assert few > many > 1.0
-    assert many == pytest.approx(1.15, rel=0.02)
+    # no EPLB: the hot-expert excess of a rank holding 256 / 48 experts stays at any batch
+    assert many == pytest.approx(1 + 12.0 * 48 / 256, rel=0.02)
     assert expected_imbalance(make_instance(gpus=1, tp=1, ep=1), 64) == 1.0
 
 
