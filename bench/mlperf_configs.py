@@ -4,7 +4,11 @@
 1. LoadGen's run (every Server and Interactive anchor): `client: mlperf-loadgen-server` (the anchor is
    simulated as LoadGen ran it: planner/search/loadgen.py) and `loadgen:` min_duration_ms and
    min_query_count, read from the 'Test Parameters Used' of the anchor's own mlperf_log_summary.txt.
-2. The engine settings of the submission's harness config (anchors whose notes name the config their
+2. The layout and MTP of results that state none (v6.0 DeepSeek-R1 Interactive), read from the
+   submission's own harness config by bench/mlperf_layout.py (aggregated, or a Dynamo disaggregated
+   cluster whose workers' TRT-LLM ymls give per-pool max_num_tokens / max_batch_size and whose
+   frontend router_mode kv is `simulation.router: kv_aware`).
+3. The engine settings of the submission's harness config (anchors whose notes name the config their
    layout was read from): `runtime.max_prefill_tokens` = TRT-LLM max_num_tokens (tokens per iteration
    and rank), `runtime.max_running_per_rank` = gpu_batch_size (the harness makes it TRT-LLM's
    max_batch_size, per attention-DP rank: code/common/gbs.py, llmlib/config.py TrtllmHarnessConfig),
@@ -33,6 +37,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlperf_harness import ConfigError, git_show, read_config, read_log_params, setting
+from mlperf_layout import read_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = {
@@ -178,27 +183,60 @@ def harness_cap(
     return mc, why
 
 
+def _unknown(deployment: Any) -> bool:
+    """A deployment the result leaves unstated: absent, `unknown`, or pools whose every field is unknown."""
+    if deployment in (None, "unknown"):
+        return True
+    pools = [p for p in deployment.values()] if isinstance(deployment, dict) else []
+    return bool(pools) and all(p == "unknown" or all(v == "unknown" for v in p.values()) for p in pools)
+
+
+def settings(
+    anchor: dict[str, Any], notes: str, r: dict[str, Any], cache: dict[str, Any]
+) -> tuple[dict[str, Any], str, dict[str, Any], list[str]]:
+    """(anchor, notes, runtime, notes to append) from the submission's harness config: the layout where the
+    result states none (bench/mlperf_layout.py), then the engine settings of the config the notes name."""
+    bench = benchmark(anchor)[0]
+    if _unknown(anchor.get("deployment")):
+        found = read_layout(anchor, Path(r["repo"]), r["commit"])
+        if found is not None:
+            anchor = {**anchor, "deployment": found[0]["deployment"], "mtp": found[0]["mtp"] or anchor.get("mtp")}
+            notes = notes.rstrip() + " " + "".join(found[1]) + "."
+    m = re.search(r"harness config (closed/\S+\.py)", notes)
+    if not m:
+        return anchor, notes, {}, []
+    path = m.group(1)
+    if path not in cache:
+        text = git_show(Path(r["repo"]), r["commit"], path)
+        if text is None:
+            raise ConfigError(f"{path}: not in {r['name']} at {r['commit']}")
+        cache[path] = read_config(text, path)
+    runtime, said = engine_settings(cache[path], bench)
+    if "dynamo_cluster" in cache[path]:  # per-pool settings from the workers' ymls (bench/mlperf_layout.py)
+        found = read_layout(anchor, Path(r["repo"]), r["commit"])
+        if found is None:
+            raise ConfigError(f"{path}: names a Dynamo cluster but its layout could not be read")
+        runtime = found[0]["runtime"]
+        said = [
+            f"per-pool max_prefill_tokens {runtime['max_prefill_tokens']}, max_running_per_rank "
+            f"{runtime['max_running_per_rank']} from the workers' max_num_tokens and max_batch_size; backend pytorch"
+        ]
+        if found[0]["router"]:
+            anchor = {**anchor, "simulation": {**(anchor.get("simulation") or {}), "router": found[0]["router"]}}
+    extra = [f"{MARK} {path} at {r['commit'][:7]}: " + "; ".join(said) + "."]
+    cap = harness_cap(cache[path], bench, runtime, anchor)
+    if cap is not None:
+        anchor = {**anchor, "simulation": {**(anchor.get("simulation") or {}), "max_running_requests": cap[0]}}
+        extra.append(cap[1])
+    return anchor, notes, runtime, extra
+
+
 def apply(anchor: dict[str, Any], r: dict[str, Any], cache: dict[str, Any]) -> dict[str, Any]:
-    bench, scenario = benchmark(anchor)
+    scenario = benchmark(anchor)[1]
     notes = str(anchor["notes"]).split(MARK, 1)[0]
     sim = {k: v for k, v in (anchor.get("simulation") or {}).items() if k != "max_running_requests"}
-    anchor = {**anchor, "simulation": sim or None}
-    runtime: dict[str, Any] = {}
-    extra: list[str] = []
-    m = re.search(r"harness config (closed/\S+\.py)", notes)
-    if m:
-        path = m.group(1)
-        if path not in cache:
-            text = git_show(Path(r["repo"]), r["commit"], path)
-            if text is None:
-                raise ConfigError(f"{path}: not in {r['name']} at {r['commit']}")
-            cache[path] = read_config(text, path)
-        runtime, said = engine_settings(cache[path], bench)
-        extra.append(f"{MARK} {path} at {r['commit'][:7]}: " + "; ".join(said) + ".")
-        cap = harness_cap(cache[path], bench, runtime, anchor)
-        if cap is not None:
-            anchor = {**anchor, "simulation": {**(anchor.get("simulation") or {}), "max_running_requests": cap[0]}}
-            extra.append(cap[1])
+    anchor, notes, runtime, extra = settings({**anchor, "simulation": sim or None}, notes, r, cache)
+    m = bool(extra)
     loadgen = None
     if scenario.lower() in ("server", "interactive"):
         text = git_show(Path(r["repo"]), r["commit"], log_path(anchor))
