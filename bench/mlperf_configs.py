@@ -200,7 +200,10 @@ def settings(
     if _unknown(anchor.get("deployment")):
         found = read_layout(anchor, Path(r["repo"]), r["commit"])
         if found is not None:
-            anchor = {**anchor, "deployment": found[0]["deployment"], "mtp": found[0]["mtp"] or anchor.get("mtp")}
+            prec = dict(anchor.get("precision") or {})
+            if found[0].get("kv_cache") and prec.get("kv_cache", "unknown") == "unknown":
+                prec["kv_cache"] = found[0]["kv_cache"]
+            anchor = {**anchor, "deployment": found[0]["deployment"], "mtp": found[0]["mtp"], "precision": prec}
             notes = notes.rstrip() + " " + "".join(found[1]) + "."
     m = re.search(r"harness config (closed/\S+\.py)", notes)
     if not m:

@@ -17,13 +17,17 @@ ranks), so the step pays max-over-ranks / mean of the routed token-expert pairs.
   turns EPLB on by default (vLLM ParallelConfig.enable_eplb False; SGLang ServerArgs enable_eplb
   False; TensorRT-LLM MoeConfig.load_balancer None); SGLang's large-scale EP recipe does, with
   redundant experts (planner/engines/sglang.yaml), and a scenario can state `runtime.eplb`.
-  Only DeepSeek-R1's skew is measured in text; other routers are given the same excess.
+  Only DeepSeek-R1's skew is measured in text (one dataset); other routers are given the same
+  excess, capped where a model cannot carry it: one expert takes at most every token of a step,
+  num_experts / top_k mean expert loads.
 - **Routing noise.** A step routes a finite number of pairs, so rank loads scatter around their
   means by about 1 / sqrt(pairs per rank); the busiest of `ep` ranks sits at the expected maximum
   of `ep` standard normals above it (`max_normal_mean`, exact rather than the sqrt(2 ln ep) limit).
 
 The simulator draws a step's noise from the same distribution (`max_normal_quantiles`), so its
-mean is the estimator's. A stated `runtime.ep_imbalance` replaces both parts.
+mean is the estimator's. A stated `runtime.ep_imbalance` replaces both parts. Not modelled: the
+excess varying by layer and dataset (the blog's layers range 0.46-2.46), and the extra all-to-all
+traffic to the busiest rank (priced with the mean in `roofline.step`).
 """
 
 from __future__ import annotations
@@ -47,20 +51,25 @@ def max_normal_quantiles(n: int) -> tuple[float, ...]:
 
 @functools.lru_cache(maxsize=512)
 def max_normal_mean(n: int) -> float:
-    """Expected maximum of `n` standard normals (0 for n = 1; 1.42 for 8, 2.07 for 32), as the mean
-    of `max_normal_quantiles` so that the simulator's draws average to it."""
+    """Expected maximum of `n` standard normals, never below the mean (E[max(M, 0)]: 0 for n = 1;
+    1.42 for 8, 2.07 for 32), as the mean of the clipped `max_normal_quantiles`, so that the
+    simulator's draws (clipped alike in `imbalance`) average to it."""
     if n <= 1:
         return 0.0
     q = max_normal_quantiles(n)
-    return sum(q) / len(q)
+    return sum(max(v, 0.0) for v in q) / len(q)
 
 
-def popularity_excess(ep: int, slots: float, balanced: bool) -> float:
+def popularity_excess(ep: int, slots: float, balanced: bool, experts: int = 0, top_k: int = 0) -> float:
     """The busiest rank's excess load from expert popularity: HOT_EXPERT_EXCESS / (slots per rank)
-    without EPLB, EPLB_RESIDUAL with it; 0 without expert parallelism."""
+    without EPLB (the excess capped at experts / top_k - 1 when the router is given), EPLB_RESIDUAL
+    with it; 0 without expert parallelism."""
     if ep <= 1:
         return 0.0
-    return EPLB_RESIDUAL if balanced else HOT_EXPERT_EXCESS * ep / max(slots, 1.0)
+    if balanced:
+        return EPLB_RESIDUAL
+    hot = HOT_EXPERT_EXCESS if not (experts and top_k) else min(HOT_EXPERT_EXCESS, experts / top_k - 1)
+    return hot * ep / max(slots, 1.0)
 
 
 def imbalance(popularity: float, pairs_per_rank: float, z: float) -> float:

@@ -86,8 +86,18 @@ def expected_imbalance(inst: InstanceSpec, pairs_per_rank: float) -> float:
         return inst.runtime.ep_imbalance
     if ep <= 1 or pairs_per_rank <= 0 or inst.model.moe is None:
         return 1.0
-    slots = inst.model.moe.num_experts + inst.runtime.redundant_experts
-    return imbalance(popularity_excess(ep, slots, inst.runtime.load_balanced), pairs_per_rank, max_normal_mean(ep))
+    return imbalance(expert_popularity(inst), pairs_per_rank, max_normal_mean(ep))
+
+
+def expert_popularity(inst: InstanceSpec) -> float:
+    """The busiest EP rank's excess load from expert popularity (`roofline.imbalance.popularity_excess`)
+    for this instance's experts, redundant slots, top-k and EPLB: the one figure the estimator and the
+    simulator's per-step draws share."""
+    moe = inst.model.moe
+    if moe is None:
+        return 0.0
+    slots = moe.num_experts + inst.runtime.redundant_experts
+    return popularity_excess(inst.parallel.ep, slots, inst.runtime.load_balanced, moe.num_experts, moe.top_k)
 
 
 @functools.lru_cache(maxsize=65536)  # on the simulator's step path; a pure function of its arguments

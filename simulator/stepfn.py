@@ -19,8 +19,8 @@ import numpy as np
 
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
-from roofline.imbalance import imbalance, max_normal_quantiles, popularity_excess
-from roofline.ops import expected_imbalance
+from roofline.imbalance import imbalance, max_normal_quantiles
+from roofline.ops import expected_imbalance, expert_popularity
 from roofline.pipeline import pipelined_cost
 from roofline.step import step_cost
 
@@ -52,8 +52,7 @@ class StepTimer:
         self._both: dict[tuple[int, int, int, int, int, int], tuple[float, float, float, float]] = {}
         moe = inst.model.moe
         self._k = moe.top_k if moe else 0
-        slots = (moe.num_experts if moe else 0) + inst.runtime.redundant_experts
-        self._pop = popularity_excess(ep, slots, inst.runtime.load_balanced) if self.noise else 0.0
+        self._pop = expert_popularity(inst) if self.noise else 0.0
         self._z = np.array(max_normal_quantiles(ep)) if self.noise else np.zeros(1)
 
     def _cost(self, batch: StepBatch, pipeline: bool = True) -> tuple[float, float]:

@@ -68,8 +68,8 @@ def runtime_options(
         "cuda_graphs": (p.cuda_graphs.value, p.cuda_graphs.source),
         "mem_fraction": _mem_fraction(p, role, parallel, hw),
         "comm_overlap": (p.comm_overlap_wide_ep.value if wide else 0.0, p.comm_overlap_wide_ep.source),
-        "redundant_experts": (
-            p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 else 0,
+        "redundant_experts": (  # the wide-EP recipe's replicas, unless EPLB is stated off
+            p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 and stated.get("eplb") is not False else 0,
             p.redundant_experts_wide_ep.source,
         ),
         "prefill_tokens_per_rank": (p.prefill_tokens_per_rank.value, p.prefill_tokens_per_rank.source),
@@ -101,7 +101,7 @@ def runtime_options(
         custom_allreduce_max_bytes=p.custom_allreduce_max_bytes.value if p.custom_allreduce_max_bytes else 0,
     )
     values.update(_adp_balance(p, stated))
-    if "eplb" not in stated and parallel.ep > 1:
+    if "eplb" not in stated and parallel.ep > 1 and stated.get("ep_imbalance") is None:
         on = bool(values["redundant_experts"]) or p.eplb.value
         why = "redundant experts need it" if values["redundant_experts"] else f"{engine} default: {p.eplb.source}"
         say.append(f"runtime.eplb: {'on' if on else 'off'} ({why})")

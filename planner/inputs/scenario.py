@@ -131,7 +131,7 @@ class RuntimeSpec(InputModel):
     comm_overlap: Annotated[float, Field(ge=0, le=1)] | Unknown = "unknown"  # share of comm hidden
     ep_imbalance: float | None = Field(default=None, ge=1, le=1000)  # max-rank / mean expert load
     redundant_experts: Annotated[int, Field(ge=0, le=4096)] | Unknown = "unknown"
-    eplb: bool | Unknown = "unknown"  # expert-parallel load balancing; unknown: on iff redundant experts
+    eplb: bool | Unknown = "unknown"  # expert-parallel load balancing; unknown: the engine's default
     mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most

@@ -49,6 +49,8 @@ class Inst:
     cuda_graph_max_per_rank: int
     mem_fraction: float
     redundant_experts: int
+    eplb: bool  # expert-parallel load balancing (RuntimeOptions.load_balanced), as priced
+    experts: int  # routed experts of the model (0: dense); with redundant ones, TRT-LLM's slots
     kv_fp8: bool
     mtp_drafts: int  # 0: no MTP
 
@@ -93,6 +95,8 @@ def inst(pool: Pool, batch: int) -> Inst:
         cuda_graph_max_per_rank=rt.cuda_graph_max_batch_per_rank,
         mem_fraction=rt.mem_fraction,
         redundant_experts=rt.redundant_experts,
+        eplb=par.ep > 1 and rt.load_balanced,
+        experts=spec.model.moe.num_experts if spec.model.moe is not None else 0,
         kv_fp8=spec.precision.kv_cache == "fp8",
         mtp_drafts=spec.mtp.draft_tokens if spec.mtp is not None else 0,
     )

@@ -20,12 +20,7 @@ def server_args(i: Inst, w: Weights) -> list[tuple[str, ...]]:
     a: list[tuple[str, ...]] = [(t.f("model"), w.path), (t.f("trust_remote_code"),), (t.f("tp"), str(i.tp * i.dp))]
     if i.dp > 1:
         a.append((t.f("dp"), str(i.dp)))
-    if i.ep > 1:
-        a.append((t.f("ep"), str(i.ep)))
-        if i.wide_ep:
-            a.append((t.f("a2a"), "deepep"))
-        if i.wide_ep and i.redundant_experts:
-            a += [(t.f("eplb"),), (t.f("redundant"), str(i.redundant_experts))]
+    a += _expert_args(i)
     if i.pp > 1:
         a.append((t.f("pp"), str(i.pp)))
     if i.kv_fp8:
@@ -47,6 +42,21 @@ def server_args(i: Inst, w: Weights) -> list[tuple[str, ...]]:
         a += [(t.f("disagg_mode"), i.role), (t.f("disagg_backend"), "nixl")]
         if i.role == "prefill":
             a.append((t.f("bootstrap_port"), str(BOOTSTRAP_PORT)))
+    return a
+
+
+def _expert_args(i: Inst) -> list[tuple[str, ...]]:
+    """Expert parallelism: EP size, DeepEP all-to-all with attention DP, EPLB as priced."""
+    if i.ep <= 1:
+        return []
+    t = tool("sglang", "serve")
+    a: list[tuple[str, ...]] = [(t.f("ep"), str(i.ep))]
+    if i.wide_ep:
+        a.append((t.f("a2a"), "deepep"))
+    if i.eplb:
+        a.append((t.f("eplb"),))
+        if i.redundant_experts:
+            a.append((t.f("redundant"), str(i.redundant_experts)))
     return a
 
 

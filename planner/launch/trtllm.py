@@ -32,8 +32,11 @@ def options(i: Inst) -> dict[str, object]:
         o[t.f("cuda_graphs")] = {"enable_padding": True, "max_batch_size": i.graph_batch_per_rank}
         if i.mtp_drafts:
             o[t.f("spec")] = {"decoding_type": "MTP", "num_nextn_predict_layers": i.mtp_drafts}
-    if i.wide_ep and i.ep > 8:
-        o[t.f("moe")] = {"backend": "WIDEEP"}
+    moe: dict[str, object] = {"backend": "WIDEEP"} if i.wide_ep and i.ep > 8 else {}
+    if i.eplb:  # online EPLB over experts + redundant slots (MoeLoadBalancerConfig)
+        moe["load_balancer"] = {"num_slots": i.experts + i.redundant_experts, "layer_updates_per_iter": 1}
+    if moe:
+        o[t.f("moe")] = moe
     if i.role in ("prefill", "decode"):
         o[t.f("transceiver")] = {"backend": "NIXL"}
     return o

@@ -30,6 +30,8 @@ def engine_args(i: Inst, w: Weights, mla: bool) -> list[tuple[str, ...]]:
         a.append((t.f("dp"), str(i.dp)))
     if i.ep > 1:
         a.append((t.f("ep"),))
+        if i.eplb:  # redundant experts, if any were stated, go in --eplb-config (not printed)
+            a.append((t.f("eplb"),))
     if i.pp > 1:
         a.append((t.f("pp"), str(i.pp)))
     if i.kv_fp8:

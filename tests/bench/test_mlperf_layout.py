@@ -62,16 +62,31 @@ def _repo(tmp_path: Path) -> tuple[Path, str]:
     return tmp_path, commit
 
 
+def test_pipeline_parallelism_is_not_folded_into_tp():
+    from bench.mlperf_layout import _pool
+
+    assert _pool(4, 2, 1, False) == {
+        "instances": 1,
+        "gpus_per_instance": 8,
+        "tp": 4,
+        "dp_attention": 1,
+        "ep": 1,
+        "pp": 2,
+    }
+
+
 def test_config_path_drops_the_trt_suffix():
     assert config_path({"url": URL.format("SYS8_TRT")}) == "closed/Acme/configs/SYS8/Interactive/deepseek-r1.py"
 
 
 def test_aggregated_and_disaggregated_layouts(tmp_path):
     repo, commit = _repo(tmp_path)
-    agg, said = read_layout({"url": URL.format("SYS8_TRT")}, repo, commit)
-    assert agg["deployment"] == {
-        "aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8, "pp": 1}
+    agg, said = read_layout({"url": URL.format("SYS8_TRT"), "notes": "... total GPUs 16; ..."}, repo, commit)
+    assert agg["deployment"] == {  # two instances of the config's 8 GPUs on the 16-GPU system
+        "aggregated": {"instances": 2, "gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8, "pp": 1}
     }
+    assert read_layout({"url": URL.format("SYS8_TRT"), "notes": "total GPUs 12"}, repo, commit) is None  # 4 left over
+    assert read_layout({"url": URL.format("SYS8_TRT")}, repo, commit) is None  # system size not stated
     assert agg["mtp"] == {"draft_tokens": 3}
     assert "harness config closed/Acme/configs/SYS8/Interactive/deepseek-r1.py" in "".join(said)
     dis, _ = read_layout({"url": URL.format("X72_TRT")}, repo, commit)
@@ -89,7 +104,7 @@ def test_aggregated_and_disaggregated_layouts(tmp_path):
     assert dis["runtime"]["max_running_per_rank"] == {"prefill": 128, "decode": 64}
     assert dis["router"] == "kv_aware"
     assert dis["mtp"] == {"draft_tokens": 3}
-    assert read_layout({"url": URL.format("CORES_TRT")}, repo, commit) is None  # no plain layout
+    assert read_layout({"url": URL.format("CORES_TRT"), "notes": "total GPUs 8"}, repo, commit) is None
     assert read_layout({"url": URL.format("ABSENT_TRT")}, repo, commit) is None  # no config published
 
 
