@@ -41,7 +41,7 @@ request_rate workloads; any deployment, isl, osl or concurrency field `unknown`;
 per role; concurrency that does not split evenly over attention-DP ranks; hardware h800 (no AIC
 system); a model given as a config.json path; engine `other`.
 
-Usage: python bench/aiconfigurator_side_by_side.py [FILES...] [--cached] [--refresh] [--prune]
+Usage: python bench/aiconfigurator_side_by_side.py [FILES...] [--cached] [--refresh] [--prune] [--jobs N]
        [--aic-python /work/aic-venv/bin/python] [--timeout 120]
 """
 
@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
@@ -197,18 +198,28 @@ def fmt(v: float | None, err: float | None) -> str:
     return "-" if v is None else f"{v:.4g} ({err:+.0%})" if err is not None else f"{v:.4g}"
 
 
+def _planner(task: tuple[dict[str, Any], str]) -> tuple[float | None, str | None]:
+    """The planner's prediction of one anchor (a worker process's job)."""
+    res = predict_anchor(task[0], Path(task[1]))
+    return res.predicted, res.error
+
+
 def run(args: argparse.Namespace) -> None:
     cache = json.loads(CACHE.read_text()) if CACHE.exists() and not args.refresh else {"entries": {}}
     entries: dict[str, Any] = cache["entries"]
     worker = None if args.cached else AICWorker(args.aic_python, args.timeout)
     rows, skipped, used = [], [], set()
+    expressed: list[tuple[str, Path, dict[str, Any], dict[str, Any]]] = []
     for split, f, a in load_anchors(args.files):
-        aid = str(a.get("id"))
         try:
-            inputs = aic_inputs(a)
+            expressed.append((split, f, a, aic_inputs(a)))
         except Unexpressible as exc:
-            skipped.append({"id": aid, "file": f.name, "reason": str(exc)})
-            continue
+            skipped.append({"id": str(a.get("id")), "file": f.name, "reason": str(exc)})
+    tasks = [(a, str(f.parent)) for _, f, a, _ in expressed]
+    with Pool(max(1, args.jobs)) as pool:  # the planner's side: independent anchors, in parallel
+        planned = pool.map(_planner, tasks, chunksize=1)
+    for (split, f, a, inputs), (predicted, perror) in zip(expressed, planned, strict=True):
+        aid = str(a.get("id"))
         key = cache_key(aid, inputs)
         used.add(key)
         if key not in entries and worker is not None:
@@ -217,16 +228,15 @@ def run(args: argparse.Namespace) -> None:
                 write_atomic(CACHE, {"entries": entries})
         entry = entries.get(key, {"error": "not in the cache (run without --cached)"})
         aic_pred, aic_error = aic_value(entry, a, inputs)
-        res = predict_anchor(a, f.parent)
         pub = float(a["value"])
         rows.append(
             {"id": aid, "file": f.name, "split": split, "metric": a["metric"], "published": pub,
              "tolerance": float(a.get("tolerance", 0.15)),
-             "planner": res.predicted, "planner_err": rel(res.predicted, pub), "planner_error": res.error,
+             "planner": predicted, "planner_err": rel(predicted, pub), "planner_error": perror,
              "aic": aic_pred, "aic_err": rel(aic_pred, pub), "aic_error": aic_error,
              "aic_version": entry.get("aic_version"), "aic_backend_version": entry.get("backend_version")}
         )  # fmt: skip
-        print(f"{aid} {a['metric']} {pub:.4g} planner {fmt(res.predicted, rows[-1]['planner_err'])} "
+        print(f"{aid} {a['metric']} {pub:.4g} planner {fmt(predicted, rows[-1]['planner_err'])} "
               f"aic {fmt(aic_pred, rows[-1]['aic_err'])} {aic_error or ''}", flush=True)  # fmt: skip
     if worker is not None:
         worker.close()
@@ -260,6 +270,7 @@ def main() -> None:
     ap.add_argument("--prune", action="store_true", help="drop cached results of anchors not in these files")
     ap.add_argument("--aic-python", default="/work/aic-venv/bin/python")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per AIC estimate")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes for the planner's predictions")
     args = ap.parse_args()
     if args.cached and args.refresh:
         sys.exit("--cached and --refresh exclude each other")
