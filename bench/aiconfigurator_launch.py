@@ -8,19 +8,21 @@ Source: ai-dynamo/aiconfigurator @095f58a, src/aiconfigurator/generator/ (GEN be
   requests of fixed lengths.
 - Engine limits: `module_bridge.py` passes the row's batch size of each pool as `max_batch_size`, which
   `config/backend_config_mapping.yaml` launches as TRT-LLM `max_batch_size`, vLLM `--max-num-seqs`, SGLang
-  `--max-running-requests`, after the rule plugin of the backend rewrites it. Two rule sets exist and the
-  row does not say which one ran: the default (`rule_plugin/<backend>.rule`) and `rule=benchmark`
-  (`rule_plugin/benchmark/<backend>.rule`). Stated below is only what both set alike:
+  `--max-running-requests`, after the rule plugin of the backend rewrites it. Two rule sets exist: the default
+  (`rule_plugin/<backend>.rule`, "tuned for deployment") and `rule=benchmark` (`rule_plugin/benchmark/
+  <backend>.rule`), which AIConfigurator's guide says is "designed to align generated configs with AIC sdk
+  results ... stricter max batch size that follows the simulated batch size" (docs/cli_user_guide.md, Rule
+  Plugin Selection; docs/generator_overview.md): the rule set for measuring a row's simulated deployment, so
+  the silicon rows are read as launched with it. Its limits:
   - every backend: prefill max_batch_size = (max_batch_size if max_batch_size else 1), i.e. the row's
-    prefill_batch_size (1 on every disaggregated row);
-  - TRT-LLM: agg/decode max_batch_size = the row's batch size (both rule sets); max_num_tokens is isl + 500
-    (default) or isl + 1500 (benchmark) for prefill and batch + isl + 500 / + 1500 for agg: not stated;
-  - vLLM: agg/decode --max-num-seqs is 512 if batch < 512 else 2 x batch (default) or the batch (benchmark):
-    not stated; --max-num-batched-tokens = isl + 1500 (prefill) and batch + isl + 1500 (agg) in both;
-  - SGLang: agg/decode --max-running-requests 512 / 2 x batch (default) or the batch (benchmark): not
-    stated; --max-prefill-tokens isl + 1500 in both, but SGLang admits whole prompts against it
-    (PrefillAdder: the first always, the next only if its whole input fits what is left), not the
-    planner's per-step chunk budget (chunked_prefill_size): not stated.
+    prefill_batch_size (1 on every disaggregated row); agg/decode max_batch_size = the row's batch size
+    (vLLM's rule sets only decode; its agg keeps the row's batch module_bridge passes);
+  - TRT-LLM max_num_tokens (rounded up to the 32-token block): isl + 1500 (prefill), batch + isl + 1500 (agg);
+  - vLLM --max-num-batched-tokens: isl + 1500 (prefill), batch + isl + 1500 (agg);
+  - SGLang --max-prefill-tokens isl + 1500, but SGLang admits whole prompts against it (PrefillAdder: the
+    first always, the next only if its whole input fits what is left), not the planner's per-step chunk
+    budget (chunked_prefill_size): not stated; agg `enable_mixed_chunk = true`: decodes and a prefill chunk
+    share a step (`runtime.scheduler: mixed`).
 Per-rank semantics: TRT-LLM max_batch_size and vLLM max_num_seqs / max_num_batched_tokens hold per
 attention-DP rank (each rank or DP engine core schedules its own batch); SGLang divides
 --max-running-requests by dp_size (Scheduler `per_dp_max_running_requests = max_running_requests // dp_size`,
@@ -65,53 +67,66 @@ def client(conc: int, osl: int) -> tuple[dict[str, Any], str]:
 
 
 def runtime(row: dict[str, str], engine: str, disagg: bool, dp: dict[str, int]) -> tuple[dict[str, Any], str]:
-    """The `runtime` fields both of AIConfigurator's rule sets launch alike for this row, and the note
-    that lists them and what is left unknown (module docstring)."""
+    """The `runtime` fields AIConfigurator's benchmark rule set launches for this row, and the note that
+    lists them and what is left unknown (module docstring)."""
     out: dict[str, Any] = {}
     said: list[str] = []
     left: list[str] = []
     (_disagg if disagg else _agg)(row, engine, dp, out, said, left)
     note = (
-        f"Engine limits as {GEN} launches them (rule_plugin/{engine}.rule and rule_plugin/benchmark/{engine}.rule "
-        f"agree): {'; '.join(said) or 'none'}; unknown: {'; '.join(left) or 'none'}."
+        f"Engine limits as {GEN} launches them with its benchmark rule set (rule_plugin/benchmark/{engine}.rule, "
+        f"'designed to align generated configs with AIC sdk results'): {'; '.join(said) or 'none'}; unknown: "
+        f"{'; '.join(left) or 'none'}."
     )
     if engine == "trtllm" and disagg:
         note += " Not modelled: TRT-LLM prefill disable_overlap_scheduler true (decode false)."
     return out, note
 
 
+def _block(n: int) -> int:
+    """TRT-LLM max_num_tokens rounded up to the 32-token KV block (the benchmark rule's tokens_per_block)."""
+    return -(-n // 32) * 32
+
+
+def _per_rank(engine: str, n: int, dp: int) -> int | None:
+    """A batch limit per attention-DP rank: TRT-LLM and vLLM apply it per rank; SGLang divides its
+    --max-running-requests by dp_size, which no row's numbers say was meant: left unknown for dp > 1."""
+    return n if engine != "sglang" or dp == 1 else None
+
+
 def _disagg(row: dict[str, str], engine: str, dp: dict[str, int], out: dict, said: list, left: list) -> None:
     isl, pre, dec = int(row["isl"]), _i(row, "prefill_batch_size") or 1, _i(row, "decode_batch_size")
     running: dict[str, int] = {}
-    if engine != "sglang" or dp["prefill"] == 1:
-        running["prefill"] = pre
-        said.append(f"prefill max_batch_size {pre} per rank")
-    else:
-        left.append(f"SGLang prefill --max-running-requests {pre} // dp {dp['prefill']} = 0 per rank")
-    if engine == "trtllm" and dec:
-        running["decode"] = dec
-        said.append(f"decode max_batch_size {dec} per rank")
-    else:
-        left.append("decode batch limit (rule sets differ)")
+    for role, n in (("prefill", pre), ("decode", dec)):
+        limit = _per_rank(engine, n, dp[role]) if n else None
+        if limit is not None:
+            running[role] = limit
+            said.append(f"{role} max_batch_size {limit} per rank")
+        else:
+            left.append(f"{role} batch limit (SGLang --max-running-requests {n} // dp {dp[role]})")
     if running:
         out["max_running_per_rank"] = running
-    if engine == "vllm":
-        out["max_prefill_tokens"] = {"prefill": isl + 1500}
-        said.append(f"prefill --max-num-batched-tokens {isl + 1500}")
+    if engine in ("vllm", "trtllm"):
+        tokens = isl + 1500 if engine == "vllm" else _block(isl + 1500)
+        out["max_prefill_tokens"] = {"prefill": tokens}
+        said.append(f"prefill max_num_tokens {tokens}")
     else:
-        left.append("prefill token budget (" + ("isl+500 or +1500" if engine == "trtllm" else "SGLang rule") + ")")
+        left.append("prefill --max-prefill-tokens isl+1500 (whole-prompt admission, not a chunk budget)")
 
 
 def _agg(row: dict[str, str], engine: str, dp: dict[str, int], out: dict, said: list, left: list) -> None:
     isl, bs = int(row["isl"]), int(row["batch_size"])
-    if engine == "trtllm":
-        out["max_running_per_rank"] = bs
-        said.append(f"max_batch_size {bs} per rank")
-        left.append("max_num_tokens (batch+isl+500 or +1500)")
+    limit = _per_rank(engine, bs, dp["aggregated"])
+    if limit is not None:
+        out["max_running_per_rank"] = limit
+        said.append(f"max_batch_size {limit} per rank")
     else:
-        left.append("batch limit (rule sets differ)")
-    if engine == "vllm":
-        out["max_prefill_tokens"] = bs + isl + 1500
-        said.append(f"--max-num-batched-tokens {bs + isl + 1500} per rank")
-    elif engine == "sglang":
+        left.append(f"batch limit (SGLang --max-running-requests {bs} // dp {dp['aggregated']})")
+    if engine in ("vllm", "trtllm"):
+        tokens = bs + isl + 1500 if engine == "vllm" else _block(bs + isl + 1500)
+        out["max_prefill_tokens"] = tokens
+        said.append(f"max_num_tokens {tokens} per rank")
+    else:
+        out["scheduler"] = "mixed"
+        said.append("enable_mixed_chunk true (decodes and a prefill chunk share a step)")
         left.append("--max-prefill-tokens isl+1500 (whole-prompt admission, not a chunk budget)")

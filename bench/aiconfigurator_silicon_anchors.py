@@ -21,8 +21,9 @@ Which rows (deterministic, so the file can be regenerated):
 - then per (model, system, backend, mode, precision) group, rows sorted by (isl, osl,
   concurrency, id) and `--per-group` of them taken at evenly spaced positions.
 Each anchor also carries what AIConfigurator's generator launches for the row (bench/aiconfigurator_launch.py):
-the AIPerf client (`client: aiperf`, `simulation.requests` = 20 x concurrency) and the engine limits both of
-its rule sets set alike (`runtime.max_running_per_rank` / `max_prefill_tokens`, per pool).
+the AIPerf client (`client: aiperf`, `simulation.requests` = 20 x concurrency) and the engine limits of its
+benchmark rule set, the one meant to align a launch with AIConfigurator's own results
+(`runtime.max_running_per_rank` / `max_prefill_tokens`, per pool; `runtime.scheduler: mixed` for SGLang agg).
 What the CSV does not state is left out: KV-cache and attention precision, MTP (`unknown`), and
 whether the latencies are means or medians (we read them as the mean). It has no throughput
 column; throughput is not derived here (it would need a closed-loop assumption, not arithmetic).

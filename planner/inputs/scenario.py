@@ -132,6 +132,9 @@ class RuntimeSpec(InputModel):
     ep_imbalance: float | None = Field(default=None, ge=1, le=1000)  # max-rank / mean expert load
     redundant_experts: Annotated[int, Field(ge=0, le=4096)] | Unknown = "unknown"
     eplb: bool | Unknown = "unknown"  # expert-parallel load balancing; unknown: the engine's default
+    # how a step batches prefill with decodes: "mixed" (vLLM, TRT-LLM; SGLang --enable-mixed-chunk) or
+    # "prefill_first" (SGLang's default); unknown: the engine profile's `scheduler`
+    scheduler: Literal["prefill_first", "mixed"] | Unknown = "unknown"
     mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most

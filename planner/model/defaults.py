@@ -148,6 +148,7 @@ STATED_RUNTIME = (
     "comm_overlap",
     "redundant_experts",
     "eplb",
+    "scheduler",
     "mem_fraction",
     "max_prefill_tokens",
     "max_running_per_rank",

@@ -122,16 +122,22 @@ def test_silicon_row_becomes_two_valid_anchors_with_the_measured_values() -> Non
         parse_as(Anchor, a, a["id"], "anchor")
 
 
-def test_silicon_anchors_carry_the_aiperf_client_and_the_limits_both_rule_sets_launch() -> None:
-    """AIConfigurator's bench_run.sh runs AIPerf with 20 x concurrency profiled requests; its generator
-    launches the row's batch sizes: TRT-LLM max_batch_size per pool (prefill 1, decode the decode batch)."""
+def test_silicon_anchors_carry_the_aiperf_client_and_the_benchmark_rule_limits() -> None:
+    """AIConfigurator's bench_run.sh runs AIPerf with 20 x concurrency profiled requests; its benchmark rule
+    set launches the row's batch sizes (TRT-LLM max_batch_size per pool: prefill 1, decode the decode batch)
+    and max_num_tokens isl + 1500 (prefill) or batch + isl + 1500 (agg), rounded up to the 32-token block."""
     rows = _rows(AGG_ROW, DISAGG_ROW)
     agg = conv.anchors_for(rows[0], AGG_ROW, "u")[0]
     assert (agg["client"], agg["simulation"]) == ("aiperf", {"requests": 20 * 256, "max_steps": 20 * 256 * 1025})
-    assert agg["runtime"] == {"max_running_per_rank": 4}
+    assert agg["runtime"] == {"max_running_per_rank": 4, "max_prefill_tokens": 2528}  # 4 + 1024 + 1500 -> 32 x 79
     dis = conv.anchors_for(rows[1], DISAGG_ROW, "u")[0]
-    assert dis["runtime"] == {"max_running_per_rank": {"prefill": 1, "decode": 64}}
-    assert "isl+500 or +1500" in dis["notes"]  # the rule sets differ on the prefill token budget
+    isl = dis["workload"]["isl"]
+    want = {
+        "max_running_per_rank": {"prefill": 1, "decode": 64},
+        "max_prefill_tokens": {"prefill": -(-(isl + 1500) // 32) * 32},
+    }
+    assert dis["runtime"] == want
+    assert "benchmark rule set" in dis["notes"]
     assert dis["simulation"] == {"requests": 20 * 2048, "max_steps": 100_000_000}  # 8,192 steps each, capped
 
     for a in (agg, dis):
@@ -139,19 +145,22 @@ def test_silicon_anchors_carry_the_aiperf_client_and_the_limits_both_rule_sets_l
 
 
 def test_silicon_limits_left_unknown_where_the_launched_value_is_uncertain() -> None:
-    """SGLang divides --max-running-requests by dp_size: 1 on a DP-4 prefill worker is no runnable limit;
-    vLLM/SGLang decode limits differ between the two rule sets; vLLM's token budget is stated."""
+    """SGLang divides --max-running-requests by dp_size, so a limit is stated only at DP 1; SGLang's
+    whole-prompt --max-prefill-tokens is no chunk budget; its agg rows mix a prefill chunk into decode
+    steps (enable_mixed_chunk); vLLM's and TRT-LLM's token budgets are stated."""
     launch = _load("aiconfigurator_launch")
     row = {"isl": "1024", "prefill_batch_size": "1", "decode_batch_size": "32", "batch_size": "8"}
     rt, note = launch.runtime(row, "sglang", True, {"prefill": 4, "decode": 8})
     assert rt == {}
-    assert "= 0 per rank" in note
-    rt, _ = launch.runtime(row, "sglang", True, {"prefill": 1, "decode": 8})
-    assert rt == {"max_running_per_rank": {"prefill": 1}}
+    assert "// dp 4" in note
+    rt, _ = launch.runtime(row, "sglang", True, {"prefill": 1, "decode": 1})
+    assert rt == {"max_running_per_rank": {"prefill": 1, "decode": 32}}
+    rt, _ = launch.runtime(row, "sglang", False, {"aggregated": 1})
+    assert rt == {"max_running_per_rank": 8, "scheduler": "mixed"}
     rt, _ = launch.runtime(row, "vllm", True, {"prefill": 1, "decode": 1})
-    assert rt == {"max_running_per_rank": {"prefill": 1}, "max_prefill_tokens": {"prefill": 2524}}
+    assert rt == {"max_running_per_rank": {"prefill": 1, "decode": 32}, "max_prefill_tokens": {"prefill": 2524}}
     rt, _ = launch.runtime(row, "vllm", False, {"aggregated": 1})
-    assert rt == {"max_prefill_tokens": 8 + 1024 + 1500}
+    assert rt == {"max_running_per_rank": 8, "max_prefill_tokens": 8 + 1024 + 1500}
     sim, note = launch.client(12288, 1024)  # 245,760 requests ran; the simulator takes 200,000
     assert sim["requests"] == 200_000
     assert "first 200,000" in note
