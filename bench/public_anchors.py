@@ -15,7 +15,7 @@ saved `provenance` says which files were re-predicted at which commit, on top of
 `--match TEXT` (with `--refresh`) narrows it to the anchors whose id contains TEXT; the files' other rows are kept.
 
 Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
-       python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--match TEXT] [--jobs N]
+       python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--match TEXT] [--jobs N] [--commit SHA]
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def _rel(p: Path) -> str:
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
-def refresh(paths: list[Path], out: Path, jobs: int, match: str = "") -> int:
+def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: str = "") -> int:
     """Re-predict the anchors of `paths` (those whose id contains `match`), keep the other rows saved in
     `out`, recompute every table."""
     missing = [p for p in paths if not p.is_file()]
@@ -259,6 +259,7 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "") -> int:
     if unknown:
         print(f"--refresh: {', '.join(sorted(unknown))} is not among the saved run's files", file=sys.stderr)
         return 2
+    commit = commit or _head()  # the code that runs, read before it runs (HEAD may move while it does)
     fresh, _ = run([p.resolve() for p in paths], split, jobs, match)
     basenames = {p.name for p in paths}  # a row names its file by basename
     by_id = {(r["file"], r["id"]): r for r in fresh}
@@ -272,16 +273,24 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "") -> int:
     rows += list(by_id.values())  # anchors new to those files
     tabs = tables(rows)
     print(render(tabs))
-    git = ["git", "rev-parse", "--short", "HEAD"]
-    commit = subprocess.run(git, check=False, capture_output=True, text=True, cwd=ROOT).stdout
     which = ", ".join(sorted(names))
     which = f"the anchors of {which} whose id contains {match!r}" if match else which
-    note = f"{which} re-predicted (--refresh) at {commit.strip() or 'unknown commit'}"
+    note = f"{which} re-predicted (--refresh) at {commit}"
     payload = {**saved, "tables": tabs, "rows": rows}
     payload["provenance"] = f"{saved.get('provenance', 'full run')}; then {note}"
     save(out, payload)
     print(f"\nsaved {out} ({len(fresh)} rows re-predicted, {kept} kept)")
     return 0
+
+
+def _head() -> str:
+    """The checkout's commit, '+ local changes' when tracked files differ from it."""
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], check=False, capture_output=True, text=True, cwd=ROOT).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown commit"
+    return head + (" + local changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-public", action="store_true", help="read only the files given")
     ap.add_argument("--refresh", nargs="+", type=Path, help="re-predict only these files, keep the other saved rows")
     ap.add_argument("--match", default="", help="with --refresh: only the anchors whose id contains this text")
+    ap.add_argument("--commit", default="", help="with --refresh: the commit to record (a copied checkout's own)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
@@ -302,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
     if args.refresh:
-        return refresh(args.refresh, args.out, args.jobs, args.match)
+        return refresh(args.refresh, args.out, args.jobs, args.match, args.commit)
     given = ([] if args.no_public else sorted(PUBLIC.glob("*.yaml"))) + list(args.files)
     paths = list(dict.fromkeys(p.resolve() for p in given))  # a public file named again is read once
     rows, tabs = run(paths, args.split, args.jobs)
