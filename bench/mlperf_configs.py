@@ -197,6 +197,7 @@ def settings(
     """(anchor, notes, runtime, notes to append) from the submission's harness config: the layout where the
     result states none (bench/mlperf_layout.py), then the engine settings of the config the notes name."""
     bench = benchmark(anchor)[0]
+    found = None  # the config's layout, read once (bench/mlperf_layout.py)
     if _unknown(anchor.get("deployment")):
         found = read_layout(anchor, Path(r["repo"]), r["commit"])
         if found is not None:
@@ -214,9 +215,10 @@ def settings(
         if text is None:
             raise ConfigError(f"{path}: not in {r['name']} at {r['commit']}")
         cache[path] = read_config(text, path)
-    runtime, said = engine_settings(cache[path], bench)
-    if "dynamo_cluster" in cache[path]:  # per-pool settings from the workers' ymls (bench/mlperf_layout.py)
-        found = read_layout(anchor, Path(r["repo"]), r["commit"])
+    if "dynamo_cluster" not in cache[path]:
+        runtime, said = engine_settings(cache[path], bench)
+    else:  # per-pool settings from the workers' ymls (bench/mlperf_layout.py)
+        found = found or read_layout(anchor, Path(r["repo"]), r["commit"])
         if found is None:
             raise ConfigError(f"{path}: names a Dynamo cluster but its layout could not be read")
         runtime = found[0]["runtime"]

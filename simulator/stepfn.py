@@ -53,7 +53,7 @@ class StepTimer:
         moe = inst.model.moe
         self._k = moe.top_k if moe else 0
         self._pop = expert_popularity(inst) if self.noise else 0.0
-        self._z = np.array(max_normal_quantiles(ep)) if self.noise else np.zeros(1)
+        self._z = [max(v, 0.0) for v in max_normal_quantiles(ep)] if self.noise else [0.0]  # clipped as drawn
 
     def _cost(self, batch: StepBatch, pipeline: bool = True) -> tuple[float, float]:
         """A step's time and its expert-GEMM share. Decode and mixed steps run as pp micro-batches
@@ -77,7 +77,7 @@ class StepTimer:
     def _noisy(self, hit: tuple[float, float, float, float]) -> float:
         t, moe, pairs, expected = hit
         if self.noise and moe > 0:
-            drawn = imbalance(self._pop, pairs, float(self._z[self.rng.integers(len(self._z))]))
+            drawn = imbalance(self._pop, pairs, self._z[self.rng.integers(len(self._z))])
             t += moe * (drawn / expected - 1)
         return t
 
