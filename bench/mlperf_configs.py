@@ -13,10 +13,11 @@
    and rank), `runtime.max_running_per_rank` = gpu_batch_size (the harness makes it TRT-LLM's
    max_batch_size, per attention-DP rank: code/common/gbs.py, llmlib/config.py TrtllmHarnessConfig),
    `runtime.mem_fraction` = kvcache_free_gpu_mem_frac (TRT-LLM KvCacheConfig.free_gpu_memory_fraction),
+   `runtime.chunked_prefill` = enable_chunked_context where the config sets it,
    `runtime.backend` = the benchmark's harness core (llmlib cores: TRTLLM_EXECUTOR runs a TensorRT engine
    in the C++ executor; TRTLLM_ENDPOINT runs trtllm-serve with `trtllm_backend`, default pytorch).
    The notes quote the settings read and the ones the planner has nowhere to put (scheduler policy,
-   chunked context, the harness's per-core concurrency cap, its traffic distribution).
+   the harness's per-core concurrency cap, its traffic distribution).
 
 It reads the results repositories' stored snapshots with git (paths below; commits pinned), never a
 result value, and changes nothing else. Idempotent: it replaces what it wrote before.
@@ -124,7 +125,11 @@ def engine_settings(cfg: dict[str, Any], bench: str) -> tuple[dict[str, Any], li
             f"timeout_iters {adp['adp_balance_timeout_iters']}, "
             f"batching_wait_iters {adp['adp_balance_batching_wait_iters']}"
         )
-    keys = ("batch_scheduler_policy", "enable_chunked_context") + (("max_concurrency",) if core == "endpoint" else ())
+    chunked = setting(cfg, "trtllm_runtime_flags", "enable_chunked_context") if "enable_chunked_context" in rt else None
+    if chunked is not None:
+        runtime["chunked_prefill"] = bool(chunked)
+        said.append(f"enable_chunked_context {chunked}")
+    keys = ("batch_scheduler_policy",) + (("max_concurrency",) if core == "endpoint" else ())
     other = [f"{k} {setting(cfg, 'trtllm_runtime_flags', k)}" for k in keys if k in rt]
     if setting(cfg, "trtllm_build_flags", "enable_attention_dp") is not None:
         other.append(f"enable_attention_dp {setting(cfg, 'trtllm_build_flags', 'enable_attention_dp')}")

@@ -129,6 +129,10 @@ class RuntimeOptions(StrictModel):
     prefill_tokens_per_rank: int = Field(default=16384, gt=0)
     max_running_per_rank: int | None = Field(default=None, gt=0)
     scheduler: Literal["prefill_first", "mixed"] = "prefill_first"
+    # Whether a prompt may be split over steps (chunked prefill). False: a prompt is scheduled only
+    # whole, and a step's prefill stops at the first waiting prompt that does not fit what is left of
+    # the token budget (TRT-LLM without enable_chunked_prefill: MicroBatchScheduler's no-chunking path).
+    chunked_prefill: bool = True
     cuda_graph_max_batch_per_rank: int = Field(default=512, gt=0)
     # TRT-LLM attention-DP balance (attention_dp_config enable_balance; simulator/adp_balance.py): context
     # requests held until every rank has one, or for up to timeout_iters iterations; None: off

@@ -17,7 +17,7 @@ token budget are not split off a step: the prompts wait until decodes finish and
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from simulator.adp_balance import ADPBalance
@@ -98,9 +98,13 @@ class Instance:
         the rank with the fewest active tokens; SGLang's DP controller: round robin; vLLM: the
         least-loaded engine core). A rank also takes at most its running-request limit of prompts (the
         engine's max_batch_size / max_num_seqs per rank; on a prefill server, the prompts one rank
-        prefills in a step)."""
+        prefills in a step). Without chunked prefill (`runtime.chunked_prefill`, TRT-LLM's default) a
+        prompt goes whole to a rank that has room for all of it, and the step's prefill stops at the
+        first prompt no rank has room for (TRT-LLM's MicroBatchScheduler breaks there); a prompt longer
+        than a rank's whole budget, which no step could hold, takes a rank of its own."""
         budget = self.budget if budget is None else budget
         dp = self.timer.inst.parallel.dp_attention
+        whole = not self.timer.inst.runtime.chunked_prefill
         share = max(1, budget // dp)
         per_rank = max(1, self.state.max_running // dp)
         chunks: list[tuple[int, int]] = []
@@ -117,22 +121,27 @@ class Instance:
         full, r = 0, 0
         while self.queue and budget > 0 and full < dp:
             entry = self.queue[0]
+            while not open_(r):
+                r = (r + 1) % dp
+            if whole:  # a rank with room for the whole prompt (before admission reserves its KV)
+                k = self._whole_rank(entry[1], r, left, open_, share, budget)
+                if k is None:
+                    break
+                r = k
             if fits is not None and entry[3]:
                 ok = fits(entry)  # None: the prompt was dropped, look at the next one
                 if ok is None:
                     continue
                 if not ok:
                     break
-            while not open_(r):
-                r = (r + 1) % dp
-            take = min(entry[1], left[r], budget)
+            take = entry[1] if whole else min(entry[1], left[r], budget)
             entry[3] = 0
             table.on_prefill_start(entry[0], now)
             chunks.append((take, entry[2]))
             on.append(r)
             entry[1] -= take
             entry[2] += take
-            left[r] -= take
+            left[r] = max(left[r] - take, 0)
             count[r] += 1
             full += not open_(r)
             budget -= take
@@ -145,6 +154,19 @@ class Instance:
             r = (r + 1) % dp  # the next prompt to the next rank, as the engines' DP balancers spread them
         self.queue.extendleft(reversed(cut))
         return chunks, on, done
+
+    def _whole_rank(
+        self, size: int, r: int, left: list[int], open_: Callable[[int], bool], share: int, budget: int
+    ) -> int | None:
+        """The first rank from `r` on with room for a whole prompt of `size` tokens; None: the step's
+        prefill stops here. A prompt longer than a rank's budget with nothing else in the step (which
+        no step could hold) takes a rank whose share of this step is untouched."""
+        dp = len(left)
+        full = max(1, self.budget // dp)
+        if budget < size <= full:
+            return None
+        need = size if size <= full else share
+        return next((k for k in ((r + j) % dp for j in range(dp)) if open_(k) and left[k] >= need), None)
 
     def run(self) -> Generator[Any, Any, None]:
         raise NotImplementedError

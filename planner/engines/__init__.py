@@ -56,10 +56,13 @@ def runtime_options(
     hw: HardwareSpec,
     stated: dict[str, object] | None = None,
     note: list[str] | None = None,
+    isl: int | None = None,
 ) -> RuntimeOptions:
     """RuntimeOptions for one pool: the engine profile for `hw.arch`, with `stated` values (a
     scenario's known `runtime:` fields, already validated) taking precedence. Profile values used
-    for fields the scenario did not state are appended to `note` with their source."""
+    for fields the scenario did not state are appended to `note` with their source. Given the
+    prompt length `isl`, an engine without chunked prefill gets a token budget that holds a whole
+    prompt beside its running requests (`_whole_prompt_budget`) unless the budget is stated."""
     p = profile(engine).for_arch(hw.arch)
     stated = dict(stated or {})
     say = note if note is not None else []
@@ -75,7 +78,10 @@ def runtime_options(
         "prefill_tokens_per_rank": (p.prefill_tokens_per_rank.value, p.prefill_tokens_per_rank.source),
         "max_running_per_rank": (p.max_running_per_rank.value, p.max_running_per_rank.source),
         "scheduler": (p.scheduler.value, p.scheduler.source),
+        "chunked_prefill": (p.chunked_prefill.value, p.chunked_prefill.source),
     }
+    if isl is not None:
+        chosen["prefill_tokens_per_rank"] = _whole_prompt_budget(chosen, stated, role, isl, engine)
     values: dict[str, object] = {}
     for key, (value, source) in chosen.items():
         if key in stated:
@@ -110,6 +116,27 @@ def runtime_options(
     return RuntimeOptions.model_validate(values)
 
 
+def _whole_prompt_budget(
+    chosen: dict[str, tuple[object, str]], stated: dict[str, object], role: str, isl: int, engine: str
+) -> tuple[object, str]:
+    """Without chunked prefill a prompt is scheduled only whole, beside the running requests' decode
+    tokens, so an engine launched for prompts of `isl` tokens needs a budget of at least isl plus its
+    running limit (a prefill server: isl): trtllm-bench forces max_num_tokens to max_isl +
+    max_batch_size when chunking is off (tensorrt_llm/bench/benchmark/utils/general.py get_settings), as
+    recipes do for long prompts (TRT-LLM tech blog 15: max_num_tokens 8576 for 8K prompts at batch 256;
+    AIConfigurator's benchmark rule isl + batch + 1500). A stated budget is kept as stated."""
+    budget = chosen["prefill_tokens_per_rank"]
+    chunked = stated.get("chunked_prefill", chosen["chunked_prefill"][0])
+    if chunked or "prefill_tokens_per_rank" in stated:
+        return budget
+    running = stated.get("max_running_per_rank", chosen["max_running_per_rank"][0])
+    need = isl + (running if role != "prefill" and isinstance(running, int) else 0)
+    if need <= int(budget[0]):  # type: ignore[call-overload]
+        return budget
+    why = f"{engine} without chunked prefill needs room for a whole prompt beside its running requests"
+    return need, f"{why}: isl {isl} + running limit, the rule trtllm-bench applies (max_isl + max_batch_size)"
+
+
 def _backend(p: EngineProfile, engine: str, stated: object, say: list[str]) -> dict[str, object]:
     """The runtime backend and its host time per request: the stated backend, else the engine
     version's default (noted as assumed); single-runtime engines have no backend."""
@@ -142,6 +169,8 @@ def _worth_noting(key: str, value: object, wide: bool) -> bool:
     not choices."""
     if key in ("comm_overlap", "redundant_experts"):
         return wide and bool(value)
+    if key == "chunked_prefill":
+        return not value
     return key in ("cuda_graphs", "mem_fraction", "prefill_tokens_per_rank", "scheduler") and (
         key != "cuda_graphs" or not value
     )

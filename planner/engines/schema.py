@@ -180,6 +180,7 @@ class EngineProfile(_Strict):
     eplb: SBool  # the engine's own EPLB default (roofline.imbalance); redundant experts turn it on
     host_offload: SBool
     scheduler: SScheduler
+    chunked_prefill: SBool
     prefill_tokens_per_rank: SInt
     max_running_per_rank: SOptInt
     mtp_default: SInt

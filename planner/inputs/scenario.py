@@ -135,6 +135,9 @@ class RuntimeSpec(InputModel):
     # how a step batches prefill with decodes: "mixed" (vLLM, TRT-LLM; SGLang --enable-mixed-chunk) or
     # "prefill_first" (SGLang's default); unknown: the engine profile's `scheduler`
     scheduler: Literal["prefill_first", "mixed"] | Unknown = "unknown"
+    # whether a prompt may be split over steps (TRT-LLM enable_chunked_prefill, off by default; SGLang
+    # --chunked-prefill-size -1 turns it off); unknown: the engine profile's `chunked_prefill`
+    chunked_prefill: bool | Unknown = "unknown"
     mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most

@@ -46,6 +46,7 @@ class Inst:
     gpus_per_node: int  # GPUs of the instance on each of its nodes
     batch: int  # decode sequences per instance (0 for a prefill pool: the KV pool sets it)
     prefill_tokens_per_rank: int
+    chunked_prefill: bool  # prompts split over steps (RuntimeOptions.chunked_prefill), as priced
     cuda_graph_max_per_rank: int
     mem_fraction: float
     redundant_experts: int
@@ -92,6 +93,7 @@ def inst(pool: Pool, batch: int) -> Inst:
         gpus_per_node=min(par.gpus, gpn),
         batch=batch if pool.role != "prefill" else 0,
         prefill_tokens_per_rank=rt.prefill_tokens_per_rank,
+        chunked_prefill=rt.chunked_prefill,
         cuda_graph_max_per_rank=rt.cuda_graph_max_batch_per_rank,
         mem_fraction=rt.mem_fraction,
         redundant_experts=rt.redundant_experts,

@@ -25,6 +25,7 @@ def options(i: Inst) -> dict[str, object]:
         t.f("pp"): i.pp,
         t.f("dp_attention"): i.dp > 1,
         t.f("chunked_prefill"): i.prefill_tokens_per_rank,
+        t.f("enable_chunked"): i.chunked_prefill,
         t.f("kv_cache"): {"dtype": "fp8" if i.kv_fp8 else "auto", "free_gpu_memory_fraction": i.mem_fraction},
     }
     if i.role != "prefill":

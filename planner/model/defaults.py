@@ -149,6 +149,7 @@ STATED_RUNTIME = (
     "redundant_experts",
     "eplb",
     "scheduler",
+    "chunked_prefill",
     "mem_fraction",
     "max_prefill_tokens",
     "max_running_per_rank",
@@ -191,21 +192,21 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         note.append("engine: unknown; SGLang's defaults stand in (planner/engines/other.yaml)")
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
+    w = s.workload
+    isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
+    osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
     pools: list[Pool] = []
     for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:
             fields = {k: v for k, v in spec.stated().items() if k not in ("instances", "gpus_per_instance")}
             par = Parallelism(gpus=int(spec.gpus_per_instance), **fields)
             stated = stated_runtime(s, role)
-            pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note))
+            pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note, int(isl)))
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
         if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
             note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
     dep = Deployment(engine, tuple(pools))
-    w = s.workload
-    isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
-    osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
     if w.isl == "unknown" or w.osl == "unknown":
         note.append(f"workload: isl {isl}, osl {osl} where unknown (the 1k/1k benchmark default)")
     sim = anchored(s.simulation, base_dir)

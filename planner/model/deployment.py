@@ -158,11 +158,12 @@ def make_pool(
     mtp: MTPConfig | None,
     stated_runtime: dict[str, object] | None = None,
     note: list[str] | None = None,
+    isl: int | None = None,
 ) -> Pool:
     """One pool with the engine's runtime options for it (planner.engines.runtime_options); a
     prefill pool never drafts MTP tokens. Raises pydantic/DeploymentError for layouts that do not
     fit the model or the hardware."""
-    rt = runtime_options(engine, role, parallel, hw, stated_runtime, note)
+    rt = runtime_options(engine, role, parallel, hw, stated_runtime, note, isl)
     inst = InstanceSpec(
         model=model,
         hardware=hw,

@@ -51,7 +51,8 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     osl - 1 of them finish a request whose isl prompt tokens must be prefilled: c = b tps isl /
     (osl - 1) prefill tokens per step on average, whatever the step time, arriving as whole
     prompts. A new prompt gets what the decodes leave of the budget each step, so its prefill
-    spans isl / (budget - decode tokens) steps."""
+    spans isl / (budget - decode tokens) steps. Without chunked prefill (TRT-LLM's default) a prompt
+    waits for a step with room for all of it, and a step takes only whole prompts."""
     tps = tokens_per_step(pool)
     dec_tokens = b * (1 + drafts(pool))
     # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
@@ -62,16 +63,27 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
         b = budget / (tps * isl / max(osl - 1, 1) + 1 + drafts(pool))
         c, dec_tokens, limit = budget - b * (1 + drafts(pool)), b * (1 + drafts(pool)), "token budget per step"
     free = max(budget - dec_tokens, 1.0)  # tokens a new prompt may take per step
+    if not pool.instance.runtime.chunked_prefill:  # whole prompts only (TRT-LLM's default)
+        dp_pp = pool.parallel.dp_attention * pool.parallel.pp
+        rank_budget = budget / dp_pp
+        if isl <= rank_budget and free / dp_pp < isl:  # no rank has room for a whole prompt: fewer decodes
+            b = (rank_budget - isl) * dp_pp / (1 + drafts(pool))
+            c, dec_tokens, limit = b * tps * isl / max(osl - 1, 1), b * (1 + drafts(pool)), "whole prompt per step"
+        whole = max(1, math.floor((budget - dec_tokens) / dp_pp / isl)) if isl <= rank_budget else 1
+        free = float(whole * isl * dp_pp)  # prompt tokens a step takes: whole prompts per rank
+        if c > free and osl > 1:  # decodes finish faster than whole prompts can follow them: fewer decodes
+            b = free * (osl - 1) / (tps * isl)
+            c, dec_tokens, limit = free, b * (1 + drafts(pool)), "whole prompts per step"
     # Prompts come whole: those that arrived during one step (Poisson, c / isl per step) are
     # prefilled together in the next, as far as the free budget goes. A share p of the steps
     # carries g prefill tokens; the others are plain decode steps.
     lam = c / max(isl, 1)
     g = min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
-    p = min(c / g, 1.0)
     # Attention-DP ranks step together at the busiest one's share: a prompt sits on one rank and
     # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
     dp = pool.parallel.dp_attention
     busiest = min(free / dp, max(g / dp, min(isl, g)))
+    p = min(c / g, 1.0)
     step = mixed_step(pool, b, kv_len, dp * busiest, isl)
     t = p * step.time_s + (1 - p) * decode_time(pool, b, kv_len)
     tpot = t / tps

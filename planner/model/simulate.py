@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from planner.inputs.edge import format_validation_error
 from planner.model.defaults import Resolved
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
@@ -97,6 +99,8 @@ def _converged(result: SimResult) -> tuple[bool, float]:
 def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any) -> SimResult:
     try:
         wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, base)
+    except ValidationError as exc:  # e.g. a closed loop larger than the simulator takes
+        raise PlannerError(format_validation_error(exc, "simulation")) from exc
     except ValueError as exc:
         raise PlannerError(f"simulation: {exc}") from exc
     return simulate(pool_defs(res), wl, cfg, res.deployment.same_domain, progress)

@@ -52,22 +52,22 @@ class Candidate:
 
 @cache
 def pool(model: str, hardware: str, engine: str, role: str, par: Parallelism, prec: PrecisionMix, mtp: bool,
-         frac: float) -> Pool:
+         frac: float, isl: int | None = None) -> Pool:
     """One instance of a pool as the search prices it: the same `make_pool` scenario resolution
     uses, with the engine profile's runtime options and the candidate's KV memory fraction."""
     m, hw = get_model(model), get_hardware(hardware)
     spec = MTPConfig(draft_tokens=MTP_DRAFTS, accepted_tokens=mtp_acceptance(MTP_DRAFTS)) if mtp else None
-    return make_pool(engine, role, 1, par, m, hw, prec, spec, {"mem_fraction": frac})
+    return make_pool(engine, role, 1, par, m, hw, prec, spec, {"mem_fraction": frac}, isl=isl)
 
 
 def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1) -> Deployment:
     """The candidate as a Deployment with the given instance counts."""
     args = (q.model, q.hardware, q.engine)
     if c.prefill is None:
-        agg = pool(*args, "aggregated", c.decode, c.precision, c.mtp, c.mem_fraction)
+        agg = pool(*args, "aggregated", c.decode, c.precision, c.mtp, c.mem_fraction, q.isl)
         return Deployment(q.engine, (replace(agg, instances=n_decode),))
-    pre = pool(*args, "prefill", c.prefill, c.precision, False, c.mem_fraction)
-    dec = pool(*args, "decode", c.decode, c.precision, c.mtp, c.mem_fraction)
+    pre = pool(*args, "prefill", c.prefill, c.precision, False, c.mem_fraction, q.isl)
+    dec = pool(*args, "decode", c.decode, c.precision, c.mtp, c.mem_fraction, q.isl)
     return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
 
 
@@ -177,7 +177,7 @@ def candidates(
         key = (par, prec, mtp, frac, role)
         if key not in fits:
             try:
-                p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac)
+                p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac, q.isl)
                 need = kv_needed_tokens(p.instance, role, q.isl + q.osl)  # as the simulator's PoolDef
                 fits[key] = memory(p, need).max_seqs(q.isl + q.osl) >= 1
                 if not fits[key]:
