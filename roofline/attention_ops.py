@@ -24,6 +24,25 @@ from roofline.ops import ACT, Op, gemm_op
 from roofline.params import KV_BYTES, attention_layer_kinds, attention_params
 
 
+def projection_gemms(inst: InstanceSpec) -> int:
+    """GEMM launches per layer of the attention projections, as serving engines run them: the
+    projections that read the same input are one GEMM.
+    - GQA: QKV fused, then o_proj: 2 (vLLM and SGLang QKVParallelLinear, TRT-LLM Attention.qkv_proj).
+    - MLA with a query LoRA: q_a and kv_a fused (`runtime.fused_mla_a_proj`: SGLang
+      fused_qkv_a_proj_with_mqa, vLLM fused_qkv_a_proj, TRT-LLM kv_a_proj_with_mqa of width
+      q_lora + kv_lora + rope), q_b, o_proj: 3, or 4 unfused (runtime.engine's separate q_a, kv_a);
+      without a query LoRA q, kv_a, o: 3. DSA adds the indexer's wq_b, wk and weights_proj: 3.
+    - V4 compressed attention: 5 (q_a, q_b, wkv, wo_a, wo_b with the compressor's; not recounted).
+    The count sets each GEMM's size for the calibrated efficiency (calls per layer) and its launches."""
+    a = inst.model.attention
+    if isinstance(a, GQAAttention):
+        return 2
+    if isinstance(a, MLAAttention):
+        n = 4 if a.q_lora_rank and not inst.runtime.fused_mla_a_proj else 3
+        return n + (3 if a.indexer else 0)
+    return 5
+
+
 def _indexer_op(family: str, flops: float, data: float, n: float) -> Op:
     """The DSA / CSA lightning indexer scoring keys in FP8 (3 kernels per layer)."""
     return Op("attention.indexer", "indexer", family, "fp8", flops=flops, bytes=data, launches=3 * n)
@@ -62,7 +81,8 @@ def attention_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float) -> list[
         w = proj.replicated + proj.sharded / tp
         tokens = t_dec + t_pre
         if tokens:
-            ops.append(gemm_op(inst, "attention.proj", "dense_gemm", tokens, w, inst.precision.dense, n, 5))
+            gemms = projection_gemms(inst)
+            ops.append(gemm_op(inst, "attention.proj", "dense_gemm", tokens, w, inst.precision.dense, n, gemms))
         if isinstance(a, MLAAttention):
             ops += _mla_ops(inst, b, Shape(n, heads, seqs, kv_sum, kv_mean, q_per_seq, kvb, rate))
             if proj.absorbed:  # W_UK / W_UV as BF16 batched GEMMs (decode) or kv_b (prefill)

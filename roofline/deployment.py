@@ -133,6 +133,9 @@ class RuntimeOptions(StrictModel):
     # whole, and a step's prefill stops at the first waiting prompt that does not fit what is left of
     # the token budget (TRT-LLM without enable_chunked_prefill: MicroBatchScheduler's no-chunking path).
     chunked_prefill: bool = True
+    # Whether MLA's q_a and kv_a projections, which read the same hidden state, run as one GEMM
+    # (planner/engines/*.yaml `fused_mla_a_proj`; roofline.attention_ops.projection_gemms).
+    fused_mla_a_proj: bool = True
     cuda_graph_max_batch_per_rank: int = Field(default=512, gt=0)
     # TRT-LLM attention-DP balance (attention_dp_config enable_balance; simulator/adp_balance.py): context
     # requests held until every rank has one, or for up to timeout_iters iterations; None: off

@@ -32,6 +32,10 @@ from roofline.precision import BYTES_PER_PARAM, gemm_rate_key
 
 Category = Literal["attention", "indexer", "dense_gemm", "moe", "ep_comm", "tp_comm", "other"]
 ACT = 2.0  # bytes per BF16 activation element
+# GEMM launches of a gated FFN (dense layers, shared experts): gate and up read the same input and
+# run as one GEMM, then down (vLLM and SGLang MergedColumnParallelLinear gate_up_proj, TRT-LLM
+# GatedMLP gate_up_proj, runtime.engine's w13/w2)
+FFN_GEMMS = 2
 
 
 @dataclass(slots=True)
@@ -140,7 +144,7 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
                 dense_ffn_params(m) / p.tp,
                 prec.dense,
                 m.dense_layers * layer_scale,
-                3,
+                FFN_GEMMS,
             )
         )
     if m.moe is None or not b.tokens:
@@ -185,6 +189,8 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     )
     if e.num_shared_experts:
         ops.append(
-            gemm_op(inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp, prec.dense, n, 3)
+            gemm_op(
+                inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp, prec.dense, n, FFN_GEMMS
+            )
         )
     return ops

@@ -79,6 +79,7 @@ def runtime_options(
         "max_running_per_rank": (p.max_running_per_rank.value, p.max_running_per_rank.source),
         "scheduler": (p.scheduler.value, p.scheduler.source),
         "chunked_prefill": (p.chunked_prefill.value, p.chunked_prefill.source),
+        "fused_mla_a_proj": (p.fused_mla_a_proj.value, p.fused_mla_a_proj.source),
     }
     if isl is not None:
         chosen["prefill_tokens_per_rank"] = _whole_prompt_budget(chosen, stated, role, isl, engine)

@@ -181,6 +181,7 @@ class EngineProfile(_Strict):
     host_offload: SBool
     scheduler: SScheduler
     chunked_prefill: SBool
+    fused_mla_a_proj: SBool
     prefill_tokens_per_rank: SInt
     max_running_per_rank: SOptInt
     mtp_default: SInt

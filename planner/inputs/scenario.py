@@ -138,6 +138,9 @@ class RuntimeSpec(InputModel):
     # whether a prompt may be split over steps (TRT-LLM enable_chunked_prefill, off by default; SGLang
     # --chunked-prefill-size -1 turns it off); unknown: the engine profile's `chunked_prefill`
     chunked_prefill: bool | Unknown = "unknown"
+    # whether MLA's q_a and kv_a projections run as one GEMM (every serving engine fuses them;
+    # runtime.engine does not); unknown: the engine profile's `fused_mla_a_proj`
+    fused_mla_a_proj: bool | Unknown = "unknown"
     mem_fraction: Annotated[float, Field(gt=0, le=1)] | Unknown = "unknown"
     offload: bool | None = None
     # prefill tokens per step and DP rank; below 16 no engine runs, and a prompt may take at most

@@ -150,6 +150,7 @@ STATED_RUNTIME = (
     "eplb",
     "scheduler",
     "chunked_prefill",
+    "fused_mla_a_proj",
     "mem_fraction",
     "max_prefill_tokens",
     "max_running_per_rank",
