@@ -157,7 +157,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         markup=False,
     )
     pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common()) or "none"
-    con.print(f"{a.scored} candidates scored, pruned: {pruned}; {a.simulated} simulated", markup=False)
+    con.print(f"{a.scored} candidates scored ({pruned} pruned before scoring); {a.simulated} simulated", markup=False)
     for note in a.notes:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
