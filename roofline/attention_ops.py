@@ -32,7 +32,8 @@ def projection_gemms(inst: InstanceSpec) -> int:
       fused_qkv_a_proj_with_mqa, vLLM fused_qkv_a_proj, TRT-LLM kv_a_proj_with_mqa of width
       q_lora + kv_lora + rope), q_b, o_proj: 3, or 4 unfused (runtime.engine's separate q_a, kv_a);
       without a query LoRA q, kv_a, o: 3. DSA adds the indexer's wq_b, wk and weights_proj: 3.
-    - V4 compressed attention: 5 (q_a, q_b, wkv, wo_a, wo_b with the compressor's; not recounted).
+    - V4 compressed attention: 5, the count every attention kind had before; whether engines fuse V4's
+      wq_a and wkv (both read the hidden state) or its compressor and indexer projections was not read.
     The count sets each GEMM's size for the calibrated efficiency (calls per layer) and its launches."""
     a = inst.model.attention
     if isinstance(a, GQAAttention):

@@ -219,6 +219,7 @@ def _mtp_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
         op.flops *= b.draft_tokens
         op.bytes *= b.draft_tokens
         op.launches *= b.draft_tokens
+        op.calls *= b.draft_tokens  # one pass per draft: each call keeps its size (the calibrated lookup)
         op.comm_s *= b.draft_tokens
     return per_pass
 

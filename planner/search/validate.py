@@ -185,9 +185,8 @@ def _benchmark_reading(a: Anchor, base_dir: Path) -> tuple[Anchor, list[str]]:
     """What a published number means when its traffic is not stated (shared/validation/README.md):
     a latency metric is the lowest latency, one request in flight; a throughput metric with
     neither concurrency nor rate is an offline, saturated run (the estimator's default). An unknown
-    MTP on a latency at one request in flight is on (`planner.search.mtp_choice`). A run with
-    `client: trtllm-bench` that states no engine limits runs trtllm-bench's own
-    (`planner.inputs.trtllm_bench`)."""
+    MTP on a latency at one request in flight is on (`planner.search.mtp_choice`); a trtllm-bench
+    run's unstated engine limits are trtllm-bench's own (`planner.inputs.trtllm_bench`)."""
     w = a.workload
     stated = isinstance(w.concurrency, int) or w.request_rate is not None
     notes: list[str] = []
@@ -196,10 +195,8 @@ def _benchmark_reading(a: Anchor, base_dir: Path) -> tuple[Anchor, list[str]]:
         a = a.model_copy(update={"workload": workload})
         notes.append("workload.concurrency: 1 (a latency metric with no traffic)")
     a, mtp_notes = mtp_choice.for_latency_at_one(a, a.metric, base_dir)
-    if a.client == "trtllm-bench":
-        a, bench_notes = trtllm_bench.for_anchor(a, base_dir)
-        notes += bench_notes
-    return a, [*notes, *mtp_notes]
+    a, bench_notes = trtllm_bench.for_anchor(a, base_dir) if a.client == "trtllm-bench" else (a, [])
+    return a, [*notes, *bench_notes, *mtp_notes]
 
 
 def _predict(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:

@@ -9,6 +9,7 @@ import pytest
 from planner.engines import profile
 from roofline.attention_ops import attention_ops, projection_gemms
 from roofline.batch import StepBatch
+from roofline.deployment import MTPConfig
 from roofline.ops import ffn_ops
 from roofline.step import step_cost
 from tests.conftest import make_instance
@@ -61,3 +62,15 @@ def test_every_serving_engine_profile_fuses_the_mla_a_projections():
         p = profile(engine)
         assert p.fused_mla_a_proj.value is True
         assert p.fused_mla_a_proj.source
+
+
+def test_mtp_drafts_keep_each_gemm_at_its_own_size():
+    """Each MTP draft is one more pass: its GEMMs are priced at their own size (calls scale with the
+    drafts like FLOPs and bytes), not as one GEMM drafts times as large."""
+    one = make_instance("deepseek-v3", "h200-sxm", mtp=MTPConfig(draft_tokens=1, accepted_tokens=0.8))
+    three = make_instance("deepseek-v3", "h200-sxm", mtp=MTPConfig(draft_tokens=3, accepted_tokens=2.0))
+    b1, b3 = StepBatch.decode(4, 1000, draft_tokens=1), StepBatch.decode(4, 1000, draft_tokens=3)
+    (p1,) = [o for o in step_cost(one, b1).ops if o.name == "mtp.attention.proj"]
+    (p3,) = [o for o in step_cost(three, b3).ops if o.name == "mtp.attention.proj"]
+    assert p3.bytes == pytest.approx(3 * p1.bytes, rel=0.01)
+    assert p3.time_s == pytest.approx(3 * p1.time_s, rel=0.05)
