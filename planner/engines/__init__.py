@@ -44,6 +44,19 @@ def _mem_fraction(p: EngineProfile, role: str, parallel: Parallelism, hw: Hardwa
     return frac, "rule of " + p.mem_reserve.source.split(":")[0] + " (planner/engines)"
 
 
+class _Tagged:
+    """A note list whose `runtime.<field>: ...` lines name the pool they are for."""
+
+    def __init__(self, notes: list[str], pool: str) -> None:
+        self.notes, self.pool = notes, pool
+
+    def append(self, line: str) -> None:
+        if self.pool and line.startswith("runtime."):
+            key, _, rest = line.partition(":")
+            line = f"{key}{self.pool}:{rest}"
+        self.notes.append(line)
+
+
 def wide_ep(parallel: Parallelism) -> bool:
     """Expert parallelism with attention data parallelism (DeepEP-style dispatch/combine)."""
     return parallel.ep > 1 and parallel.dp_attention > 1
@@ -65,7 +78,9 @@ def runtime_options(
     prompt beside its running requests (`_whole_prompt_budget`) unless the budget is stated."""
     p = profile(engine).for_arch(hw.arch)
     stated = dict(stated or {})
-    say = note if note is not None else []
+    said = note if note is not None else []
+    pool = f" ({role} pool)" if role in ("prefill", "decode") else ""  # disaggregated pools differ
+    say = _Tagged(said, pool)
     wide = wide_ep(parallel)
     chosen: dict[str, tuple[object, str]] = {
         "cuda_graphs": (p.cuda_graphs.value, p.cuda_graphs.source),
@@ -138,7 +153,7 @@ def _whole_prompt_budget(
     return need, f"{why}: isl {isl} + running limit, the rule trtllm-bench applies (max_isl + max_batch_size)"
 
 
-def _backend(p: EngineProfile, engine: str, stated: object, say: list[str]) -> dict[str, object]:
+def _backend(p: EngineProfile, engine: str, stated: object, say: _Tagged) -> dict[str, object]:
     """The runtime backend and its host time per request: the stated backend, else the engine
     version's default (noted as assumed); single-runtime engines have no backend."""
     if p.backends is None:

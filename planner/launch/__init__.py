@@ -6,8 +6,9 @@ deployment resource.
 Flags are data (planner/engines/<engine>.yaml `launch:`), each checked against the flag list of
 a pinned engine version in planner/engines/flags/; planner/launch/check.py parses every printed
 command with those lists. Numbers come from the deployment: layout, precision, memory fraction,
-MTP drafts, token budgets and the plan's decode batch per instance (split per rank where the
-engine's limit is per rank). Nothing here is measured or estimated.
+MTP drafts, token budgets and the decode batch per instance it admits (split per rank where the
+engine's limit is per rank): the plan's operating batch when the question states no traffic, else the
+pool's own limit, which the estimate and the simulation ran. Nothing here is measured or estimated.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from planner.inputs.question import Question
 from planner.launch import dynamo, sglang, trtllm, vllm
 from planner.launch.common import Inst, Weights, inst, weights
+from planner.model.steps import decode_capacity
 from roofline.catalog.schema import MLAAttention
 
 if TYPE_CHECKING:
@@ -30,15 +32,27 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     Dynamo deployment for disaggregated plans)."""
     dep = r.deployment
     mla = isinstance(dep.model.attention, MLAAttention)
-    pools = [(inst(p, r.point.batch), weights(q, p)) for p in dep.pools]
+    batch = _running(q, r)
+    pools = [(inst(p, batch), weights(q, p)) for p in dep.pools]
     out = {engine: _planned(q, engine) + _engine(engine, pools, mla) for engine in ENGINES}
     pre, dec = dep.first("prefill"), dep.first("decode")
     if dep.mode == "disaggregated" and pre is not None and dec is not None:
         engine = q.engine if q.engine in ENGINES else "sglang"
-        ip, wp = inst(pre, r.point.batch), weights(q, pre)
-        idc, wd = inst(dec, r.point.batch), weights(q, dec)
+        ip, wp = inst(pre, batch), weights(q, pre)
+        idc, wd = inst(dec, batch), weights(q, dec)
         out["dynamo"] = dynamo.deployment(engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla)
     return out
+
+
+def _running(q: Question, r: Recommendation) -> int:
+    """The decode batch per instance the launch admits: with no traffic stated, the plan's operating
+    batch (the cap that holds TPOT at the estimate's figure under full load); under a stated rate or
+    concurrency, what the estimate and the simulation ran, the pool's own limit (the engine's running
+    limit, else what its KV pool holds), not the sweep's batch, which only sized the instance count."""
+    if q.rate is None and q.concurrency is None:
+        return r.point.batch
+    pool = r.deployment.first("decode") or r.deployment.first("aggregated")
+    return decode_capacity(pool, q.in_flight_kv()) if pool is not None else r.point.batch
 
 
 def _planned(q: Question, engine: str) -> str:

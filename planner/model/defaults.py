@@ -14,8 +14,9 @@ from pydantic import ValidationError
 
 from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
 from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, SLOSpec, format_validation_error
+from planner.model.context import context_problem
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
-from roofline.catalog import get_hardware, get_model
+from roofline.catalog import get_hardware, get_model, model_ids
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
@@ -187,15 +188,17 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         raise ScenarioError("deployment: some pool fields are unknown; they are searched by `resolve_any`")
     m = get_model(s.model, base_dir)
     hw = get_hardware(s.hardware)
-    note: list[str] = []
-    engine = s.engine if s.engine != "unknown" else "other"
-    if s.engine == "unknown":
-        note.append("engine: unknown; SGLang's defaults stand in (planner/engines/other.yaml)")
-    prec = _precision(s, m, note)
-    mtp = _mtp(s, m, note)
     w = s.workload
     isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
+    if s.model in model_ids() and (too_long := context_problem(s.model, int(isl), int(osl))):
+        raise ScenarioError(f"workload.{too_long}")
+    note: list[str] = []
+    engine = s.engine if s.engine != "unknown" else "other"
+    if s.engine == "unknown":
+        note.append("engine: unknown; SGLang's defaults stand in, without a serving path (planner/engines/other.yaml)")
+    prec = _precision(s, m, note)
+    mtp = _mtp(s, m, note)
     pools: list[Pool] = []
     for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:

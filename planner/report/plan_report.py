@@ -156,8 +156,11 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         f"optimize {q.optimize}",
         markup=False,
     )
-    pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common()) or "none"
-    con.print(f"{a.scored} candidates scored ({pruned} pruned before scoring); {a.simulated} simulated", markup=False)
+    if q.price_per_gpu_hour == type(q).model_fields["price_per_gpu_hour"].default:
+        con.print(f"$/Mtok at ${q.price_per_gpu_hour:g} per GPU-hour, the default (--price-per-gpu-hour sets it)")
+    why = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common())
+    pruned = f"{sum(a.pruned.values())} pruned before scoring ({why})" if why else "none pruned"
+    con.print(f"{a.scored} candidates scored; {pruned}; {a.simulated} simulated", markup=False)
     for note in a.notes:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"

@@ -130,6 +130,9 @@ def parse_prices(text: str | None) -> dict[str, float]:
             raise PlannerError(f"--price: {item.strip()!r} is not hardware=USD per GPU-hour") from None
         if not 0 < prices[key.strip()] < 1e6:
             raise PlannerError(f"--price: {item.strip()!r}: the price must be positive")
+        if key.strip() not in hardware_ids():
+            allowed = ", ".join(hardware_ids())
+            raise PlannerError(f"--price: {key.strip()!r} is not a catalog hardware id; allowed {allowed}")
     return prices
 
 

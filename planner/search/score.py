@@ -6,8 +6,9 @@ the rates that size the deployment in whole instances: within the budget (fillin
 fewest that serve the question's rate or concurrency. Disaggregated deployments get enough
 prefill instances to run at `PREFILL_UTILISATION`. The sized deployment is then evaluated by
 `planner.model.estimator`: at the swept batch (`point`) when the question states no traffic, else
-under the question's rate or concurrency (`estimate_deployment`), so a plan row and
-`planner estimate` of the same deployment and traffic report the same figures.
+under the question's rate or concurrency (`estimate_deployment`, once per sized deployment, at the
+decode batch that traffic keeps in flight), so a plan row and `planner estimate` of the same
+deployment and traffic report the same figures.
 A candidate the model cannot price (a prefill step whose memory does not fit, say) is
 returned with its reason and counted as pruned; it never ends the plan.
 """
@@ -35,7 +36,9 @@ PREFILL_UTILISATION = 0.8  # target load of the prefill pool (keeps the M/D/1 wa
 class Point:
     """One operating point of a candidate: the sized deployment and its estimated figures."""
 
-    batch: int  # decode sequences per decode (or aggregated) instance, as swept
+    # decode sequences per decode (or aggregated) instance: as swept with no traffic stated, else the
+    # mean the question's traffic keeps in flight
+    batch: int
     deployment: Deployment
     metrics: Metrics
     bottleneck: str
@@ -139,14 +142,16 @@ def _score(q: Question, c: Candidate) -> Scored:
             continue
         dep = unit.resized({"decode": counts[0], "aggregated": counts[0], "prefill": counts[1]})
         if q.rate is None and q.concurrency is None:
-            m = point(dep, q.isl, q.osl, kv_len, b)
-        else:  # the same deployment under the same traffic gives the same figures: evaluate once
-            if counts not in evaluated:
-                evaluated[counts] = estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)
-            m = evaluated[counts]
+            m, batch = point(dep, q.isl, q.osl, kv_len, b), b
+        else:  # the same deployment under the same traffic gives the same figures: one point, at the
+            # decode batch that traffic keeps in flight (the sweep's batch only sized the instances)
+            if counts in evaluated:
+                continue
+            m = evaluated[counts] = estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)
+            batch = max(1, round(m.decode_batch))
         if m.saturated:
             continue
-        p = Point(b, dep, m, _bottleneck(m))
+        p = Point(batch, dep, m, _bottleneck(m))
         p.slack = slack(q, m)
         p.meets = all(v >= 1 for v in p.slack.values())
         points.append(p)

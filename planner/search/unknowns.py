@@ -238,7 +238,8 @@ def search_deployment(
     budget = f"{q.gpus} GPUs" if q.gpus else f"at most {q.max_gpus} GPUs"
     goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
     note = f"deployment: searched ({goal}, {budget}{', meeting the slo' if q.slo.targets() else ''}): "
-    kept = [n for n in probe.assumed if not (prec_note and n.startswith("precision."))]
+    # the probe's own runtime defaults belong to the probe's layout; the chosen one's come with it
+    kept = [n for n in probe.assumed if not n.startswith("runtime.") and not (prec_note and n.startswith("precision."))]
     notes = [note + best.deployment.describe(), *([prec_note] if prec_note else []), *kept]
     return best.deployment, notes, best
 
