@@ -63,7 +63,10 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
         modes = ["aggregated", "disaggregated"]
     groups = [p for r in ROLES for p in dep.groups(r)]
     counted = [p for p in groups if isinstance(p.instances, int) and isinstance(p.gpus_per_instance, int)]
-    exact = dep.gpus or (sum(p.gpus for p in counted) if groups and len(counted) == len(groups) else None)
+    # a pool stated `unknown` beside stated ones has GPUs of its own still to find
+    unknown_pool = any(getattr(dep, r) == "unknown" for r in ROLES if dep.present(r))
+    whole = groups and len(counted) == len(groups) and not unknown_pool
+    exact = dep.gpus or (sum(p.gpus for p in counted) if whole else None)
     partial = sum(p.gpus for p in counted)
     w = s.workload
     conc = w.concurrency if isinstance(w.concurrency, int) else None
@@ -76,7 +79,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
         hardware=s.hardware,
         engine=facts["engine"],
         gpus=exact,
-        max_gpus=None if exact else max(partial, default_gpus(hw)),
+        max_gpus=None if exact else (partial + default_gpus(hw) if unknown_pool else max(partial, default_gpus(hw))),
         isl=facts["isl"],
         osl=facts["osl"],
         kv_len=facts["kv_len"],

@@ -80,3 +80,19 @@ def test_a_price_for_a_hardware_id_not_in_the_catalog_is_an_error():
     assert parse_prices("h100-sxm=2.5") == {"h100-sxm": 2.5}
     with pytest.raises(PlannerError, match="'h100' is not a catalog hardware id"):
         parse_prices("h100=2.5")
+
+
+def test_an_unknown_pool_beside_a_stated_one_gets_gpus_of_its_own():
+    """`prefill: unknown` beside a stated 8-GPU decode pool: the search has room for the prefill pool
+    (before, the budget was the decode pool's 8 GPUs and no deployment could 'meet the slo')."""
+    s = Scenario.model_validate({
+        "model": "qwen3-235b-a22b", "hardware": "b200", "engine": "vllm",
+        "deployment": {"prefill": "unknown", "decode": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "workload": {"isl": 8000, "osl": 1000, "request_rate": 4}, "slo": {"ttft_ms": 1500, "tpot_ms": 30},
+    })  # fmt: skip
+    res = resolve_any(s)
+    pre, dec = res.deployment.first("prefill"), res.deployment.first("decode")
+    assert pre is not None
+    assert dec is not None
+    assert dec.gpus == 8
+    assert res.deployment.gpus > 8
