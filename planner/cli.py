@@ -161,7 +161,7 @@ def simulate(
     if as_json:
         print(json_text(summary))
     else:
-        print_simulation(con, s.name, summary)
+        print_simulation(con, s.name, summary, res.slo)
 
 
 @app.command()

@@ -200,7 +200,9 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
     )
 
 
-def print_simulation(con: Console, title: str, m: dict[str, Any]) -> None:
+def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = None) -> None:
+    """The simulated percentiles and rates; with the scenario's `slo`, each target against its p90 (the
+    plan's reading of a target)."""
     t = Table(title=f"{title}: simulated")
     for col in ("metric", "mean", "p50", "p90", "p99"):
         t.add_column(col, justify="left" if col == "metric" else "right")
@@ -208,6 +210,12 @@ def print_simulation(con: Console, title: str, m: dict[str, Any]) -> None:
         st = m[key]
         t.add_row(key, *("-" if st[q] is None else f"{st[q]:,.1f}" for q in ("mean", "p50", "p90", "p99")))
     con.print(t)
+    targets = {k: v for k, v in (slo.model_dump() if slo is not None else {}).items() if v is not None}
+    got = {k: m[k]["p90"] for k in targets if m.get(k) and m[k].get("p90") is not None}
+    if got:
+        said = [f"{k.split('_')[0].upper()} p90 {got[k]:,.1f} ms {'<=' if got[k] <= targets[k] else '>'} "
+                f"{targets[k]:,g} ({'meets' if got[k] <= targets[k] else 'misses'})" for k in got]  # fmt: skip
+        con.print("slo: " + "; ".join(said), markup=False)
     s = Table(show_header=False)
     s.add_column("metric")
     s.add_column("value", justify="right")

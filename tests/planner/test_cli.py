@@ -163,3 +163,21 @@ def test_estimate_refuses_a_concurrency_that_is_not_a_positive_number(value):
     out = CliRunner().invoke(app, ["estimate", "examples/deepseek-v3-gb200-disagg.yaml", "--concurrency", value])
     assert out.exit_code == 2
     assert "--concurrency" in out.output
+
+
+def test_simulate_reads_each_slo_target_against_its_p90(tmp_path):
+    """With an `slo:` in the scenario, the table says, for each target, the simulated p90 and whether
+    it meets it, and the verdict agrees with the JSON's p90 (one loose target, one impossible one)."""
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "model: qwen3-30b-a3b\nhardware: h100-sxm\nengine: vllm\n"
+        "deployment: {aggregated: {instances: 1, gpus_per_instance: 1}}\n"
+        "workload: {isl: 1000, osl: 100, concurrency: 8}\n"
+        "slo: {ttft_ms: 100000, tpot_ms: 0.001}\n"
+    )
+    data = json.loads(runner.invoke(app, ["simulate", str(p), "--json", "--requests", "60"]).output)
+    out = runner.invoke(app, ["simulate", str(p), "--requests", "60"])
+    assert out.exit_code == 0, out.output
+    line = next(x for x in out.output.splitlines() if x.startswith("slo: "))
+    assert f"TTFT p90 {data['ttft_ms']['p90']:,.1f} ms <= 100,000 (meets)" in line
+    assert f"TPOT p90 {data['tpot_ms']['p90']:,.1f} ms > 0.001 (misses)" in line
