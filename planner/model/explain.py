@@ -96,9 +96,11 @@ def candidate_levers(
             "halves KV bytes, doubles KV capacity",
         )
     if hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
-        why = {"mxfp4": "FP4 tensor cores on NVFP4's kernel path (expert bytes about the same as MXFP4)",
-               "w4a16": "FP4 tensor cores instead of 4-bit weights dequantized to BF16 (expert bytes about the same)",
-               "bf16": "FP4 tensor cores, about a quarter of the expert bytes"}
+        why = {
+            "mxfp4": "FP4 tensor cores on NVFP4's kernel path (expert bytes about the same as MXFP4)",
+            "w4a16": "FP4 tensor cores instead of 4-bit weights dequantized to BF16 (expert bytes about the same)",
+            "bf16": "FP4 tensor cores, about a quarter of the expert bytes",
+        }
         note = why.get(prec.moe, "FP4 tensor cores, about half the expert bytes")  # fmt: skip
         out["nvfp4 experts"] = (lambda i: _precision(i, moe="nvfp4"), note)
     if not rt.cuda_graphs:

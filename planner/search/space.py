@@ -51,8 +51,17 @@ class Candidate:
 
 
 @cache
-def pool(model: str, hardware: str, engine: str, role: str, par: Parallelism, prec: PrecisionMix, mtp: bool,
-         frac: float, isl: int | None = None) -> Pool:
+def pool(
+    model: str,
+    hardware: str,
+    engine: str,
+    role: str,
+    par: Parallelism,
+    prec: PrecisionMix,
+    mtp: bool,
+    frac: float,
+    isl: int | None = None,
+) -> Pool:
     """One instance of a pool as the search prices it: the same `make_pool` scenario resolution
     uses, with the engine profile's runtime options and the candidate's KV memory fraction."""
     m, hw = get_model(model), get_hardware(hardware)
@@ -196,12 +205,17 @@ def candidates(
         decode_layouts = stated_layouts(m, hw, q.budget, "decode", main)
         prefill_layouts = stated_layouts(m, hw, q.budget, "prefill", stated.get("prefill", {}))
     for cand in _enumerate(q, decode_layouts, prefill_layouts, mixes or precisions(m, hw), mtps):
-        if cand.decode.pp == 2 and cand.decode.dp_attention == 1 and "pp" not in main and ok(
-            lay(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),
-            cand.precision,
-            cand.mtp,
-            cand.mem_fraction,
-            "decode",
+        if (
+            cand.decode.pp == 2
+            and cand.decode.dp_attention == 1
+            and "pp" not in main
+            and ok(
+                lay(cand.decode.gpus // 2, tp=cand.decode.tp, ep=cand.decode.ep),
+                cand.precision,
+                cand.mtp,
+                cand.mem_fraction,
+                "decode",
+            )
         ):
             pruned["pipeline parallelism not needed"] += 1
             continue

@@ -27,9 +27,7 @@ def as_resolved(q: Question, p: Point) -> Resolved:
     slo = SLOSpec(ttft_ms=q.slo.ttft_p90_ms, tpot_ms=q.slo.tpot_p90_ms, e2e_ms=q.slo.e2e_p90_ms)
     name = f"{q.model} on {p.gpus}x {q.hardware}"
     conc = float(q.concurrency) if q.concurrency is not None else None
-    return Resolved(
-        p.deployment, q.isl, q.osl, q.in_flight_kv(), conc, rate, [], "end-to-end", slo, q.simulation, name
-    )
+    return Resolved(p.deployment, q.isl, q.osl, q.in_flight_kv(), conc, rate, [], "end-to-end", slo, q.simulation, name)
 
 
 def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:

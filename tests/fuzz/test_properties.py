@@ -129,10 +129,18 @@ def check_properties(data: dict[str, Any]) -> None:
     assert json_text(again) == json_text(m)
 
 
-QUICK = settings(max_examples=30, derandomize=True, deadline=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-LONG = settings(max_examples=1000, derandomize=True, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+QUICK = settings(
+    max_examples=30,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+LONG = settings(
+    max_examples=1000,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @QUICK

@@ -112,8 +112,13 @@ def test_a_tiny_prefill_budget_is_refused_before_it_takes_minutes():
     128 chunks is refused, and the largest one allowed still estimates in seconds."""
     with pytest.raises(ScenarioError, match=r"runtime.max_prefill_tokens: 16 splits isl 4096 into more than 128"):
         parse_scenario(_with(runtime={"max_prefill_tokens": 16}, workload={"isl": 4096, "osl": 10, "concurrency": 4}))
-    est = estimate(resolve(parse_scenario(_with(runtime={"max_prefill_tokens": 32},
-                                                workload={"isl": 4096, "osl": 10, "concurrency": 4}))))
+    est = estimate(
+        resolve(
+            parse_scenario(
+                _with(runtime={"max_prefill_tokens": 32}, workload={"isl": 4096, "osl": 10, "concurrency": 4})
+            )
+        )
+    )
     assert est.output_tok_s > 0
 
 
@@ -149,15 +154,34 @@ def test_anchor_values_of_odd_types_are_error_rows_and_print(tmp_path):
     """13+2x ValueError/TypeError in planner/report/report.py print_validation, 18 nonsense results
     (`value: .nan` gave a NaN median), and one bad anchor ending the whole run."""
     anchors = [
-        {"id": "ok-one", "model": "deepseek-v3", "hardware": "h200-sxm", "phase": "decode",
-         "deployment": {"decode": {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8}},
-         "workload": {"isl": 1000, "osl": 100, "concurrency": 64}, "metric": "tpot_ms", "value": 50},
+        {
+            "id": "ok-one",
+            "model": "deepseek-v3",
+            "hardware": "h200-sxm",
+            "phase": "decode",
+            "deployment": {"decode": {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8}},
+            "workload": {"isl": 1000, "osl": 100, "concurrency": 64},
+            "metric": "tpot_ms",
+            "value": 50,
+        },
         {"id": ["x"], "metric": {"a": 1}, "value": "abc", "tolerance": "wide"},
-        {"id": "nan-value", "model": "deepseek-v3", "hardware": "h200-sxm", "metric": "tpot_ms", "value": float("nan"),
-         "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}}},
-        {"id": "bad-mtp", "model": "deepseek-v3", "hardware": "h200-sxm", "metric": "tpot_ms", "value": 10,
-         "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
-         "mtp": {"draft_tokens": 2, "accepted_tokens": 3}},
+        {
+            "id": "nan-value",
+            "model": "deepseek-v3",
+            "hardware": "h200-sxm",
+            "metric": "tpot_ms",
+            "value": float("nan"),
+            "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        },
+        {
+            "id": "bad-mtp",
+            "model": "deepseek-v3",
+            "hardware": "h200-sxm",
+            "metric": "tpot_ms",
+            "value": 10,
+            "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": 8}},
+            "mtp": {"draft_tokens": 2, "accepted_tokens": 3},
+        },
     ]
     p = tmp_path / "a.yaml"
     p.write_text(json.dumps({"version": 1, "anchors": anchors}))

@@ -181,9 +181,7 @@ def test_attention_dp_prefill_chunks_a_prompt_at_its_rank_share_of_the_token_bud
     """Under attention DP each rank's scheduler prefills at most its share of the instance's token budget
     (SGLang divides chunked_prefill_size by dp_size), and a prompt sits on one rank: a prompt twice a rank's
     share takes two steps of one share each, never one step of the whole prompt."""
-    res = scenario(
-        {**DISAGG_H200, "runtime": {"max_prefill_tokens": 2048}}, {"isl": 4096, "osl": 4, "concurrency": 1}
-    )
+    res = scenario({**DISAGG_H200, "runtime": {"max_prefill_tokens": 2048}}, {"isl": 4096, "osl": 4, "concurrency": 1})
     pre = res.deployment.first("prefill")
     assert pre is not None
     assert pre.parallel.dp_attention == 8

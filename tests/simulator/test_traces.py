@@ -78,8 +78,7 @@ def test_a_malformed_csv_row_is_skipped_and_named_while_the_rest_runs(tmp_path):
     """Issue 13: a bad trace row is an error for that row (with its line), not for the file."""
     p = tmp_path / "mixed.csv"
     p.write_bytes(
-        b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,5\n0.1,abc,5\n0.2,7,1e12\n"
-        b"0.3,\xff\xfe,5\n0.4,8,3\n"
+        b"arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,5\n0.1,abc,5\n0.2,7,1e12\n0.3,\xff\xfe,5\n0.4,8,3\n"
     )
     t = read_trace(p, "splitwise")
     assert t.isl.tolist() == [10, 8]
