@@ -7,8 +7,8 @@ Flags are data (planner/engines/<engine>.yaml `launch:`), each checked against t
 a pinned engine version in planner/engines/flags/; planner/launch/check.py parses every printed
 command with those lists. Numbers come from the deployment: layout, precision, memory fraction,
 MTP drafts, token budgets and the decode batch per instance it admits (split per rank where the
-engine's limit is per rank): the plan's operating batch when the question states no traffic, else the
-pool's own limit, which the estimate and the simulation ran. Nothing here is measured or estimated.
+engine's limit is per rank): the pool's own limit, which the simulation ran (also for a plan with no
+traffic stated, whose Poisson check ran uncapped). Nothing here is measured or estimated.
 """
 
 from __future__ import annotations
@@ -45,12 +45,11 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
 
 
 def _running(q: Question, r: Recommendation) -> int:
-    """The decode batch per instance the launch admits: with no traffic stated, the plan's operating
-    batch (the cap that holds TPOT at the estimate's figure under full load); under a stated rate or
-    concurrency, what the estimate and the simulation ran, the pool's own limit (the engine's running
-    limit, else what its KV pool holds), not the sweep's batch, which only sized the instance count."""
-    if q.rate is None and q.concurrency is None:
-        return r.point.batch
+    """The decode batch per instance the launch admits: what the simulation ran, the pool's own limit
+    (the engine's running limit, else what its KV pool holds), not the sweep's batch, which only sized
+    the instance count. With no traffic stated the check is Poisson at the operating point's rate,
+    uncapped, so a launch capped at the operating batch would be a deployment nobody simulated (at
+    that rate it would queue without bound)."""
     pool = r.deployment.first("decode") or r.deployment.first("aggregated")
     return decode_capacity(pool, q.in_flight_kv()) if pool is not None else r.point.batch
 

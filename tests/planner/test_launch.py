@@ -28,6 +28,7 @@ from planner.launch.check import SAMPLES, flag_file, option_names, problems, spl
 from planner.model.defaults import resolve
 from planner.model.deployment import Deployment, make_pool
 from planner.model.estimator import estimate, max_batch
+from planner.model.steps import decode_capacity
 from planner.search.plan import plan
 from roofline.catalog import get_hardware, get_model, hardware_ids, model_ids
 from roofline.catalog.schema import Checkpoints
@@ -183,8 +184,9 @@ def test_limits_are_per_instance_or_per_rank_as_each_engine_reads_them(default_p
     q, a = default_plan
     r = a.recommendations[0]
     dec = r.deployment.first("decode") or r.deployment.first("aggregated")
-    dp, batch = dec.parallel.dp_attention, r.point.batch
+    dp, batch = dec.parallel.dp_attention, decode_capacity(dec, q.in_flight_kv())  # what was simulated
     assert dp > 1
+    assert batch > r.point.batch  # the pool admits more than the operating batch
     per_rank = math.ceil(batch / dp)
     out = launch_commands(q, r)
     assert _flag(out["sglang"], "--max-running-requests") == [str(batch)]  # per instance

@@ -112,6 +112,7 @@ def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
     from planner.inputs.scenario import parse_scenario
     from planner.launch import launch_commands
     from planner.model.defaults import resolve, to_scenario
+    from planner.model.steps import decode_capacity
     from planner.search.verify import as_resolved
 
     a = plan(SMALL.model_copy(update={"verify_top": 0}), workers=1)
@@ -120,7 +121,10 @@ def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
     assert res.gpus == r.point.gpus
     cmds = launch_commands(SMALL, r)
     assert {"sglang", "vllm", "trtllm"} <= set(cmds)
-    assert f"--max-running-requests {r.point.batch}" in cmds["sglang"] or r.deployment.mode != "aggregated"
+    # the launch admits what the Poisson check simulated: the pool's own limit, not the operating batch
+    pool = res.deployment.first("decode") or res.deployment.first("aggregated")
+    assert pool is not None
+    assert f"--max-running-requests {decode_capacity(pool, SMALL.in_flight_kv())}" in cmds["sglang"]
 
 
 def test_cli_default_plan_json_and_chart(tmp_path):
