@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from planner.inputs.edge import one_line
 from planner.inputs.question import Question
 from planner.model.context import context_problem
 from planner.model.deployment import Deployment
@@ -27,7 +25,7 @@ from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
 from planner.search.space import PRUNE_REASONS, Candidate, candidates
-from planner.search.verify import meets_slo, verify
+from planner.search.verify import verify_ranked
 from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
 
@@ -126,56 +124,6 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
     return Recommendation(s.cand, p, slack=dict(p.slack), binding=binding)
 
 
-MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommendations ...
-SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
-
-
-def _verify(
-    q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
-) -> int:
-    """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
-    simulation budget is spent (the CPU-time part only once one meets): first each one's best
-    point, then, for those whose p90s missed, lower operating points (a smaller batch) of the same
-    deployment. A point the simulator cannot build (e.g. its KV pool cannot hold two prefill
-    budgets) stays an estimate, and `failed` says why."""
-    simulated = 0
-    start = time.process_time()
-
-    def run(r: Recommendation, p: Point) -> None:
-        nonlocal simulated
-        say(f"simulating {p.deployment.describe()} at batch {p.batch}")
-        try:
-            m = verify(q, p)
-        except PlannerError as exc:
-            if failed is not None:
-                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(exc), 300)}")
-            return
-        simulated += 1
-        ok, slack = meets_slo(q, m)
-        if r.simulated is None or ok or not r.meets:
-            r.point, r.simulated, r.meets, r.slack = p, m, ok, slack
-
-    def enough() -> bool:
-        met = sum(bool(r.meets) for r in recs)
-        # the CPU budget stops a plan that has a verified answer; one with none keeps trying (up to
-        # MAX_SIMULATED) the deployments and lower operating points that meet by estimate
-        spent = simulated >= MAX_SIMULATED or (
-            met > 0 and simulated >= q.verify_top and time.process_time() - start > SIMULATION_BUDGET_S
-        )
-        return met >= q.verify_top or spent
-
-    for r in recs:
-        if enough():
-            return simulated
-        run(r, r.point)
-    for r in recs:
-        for p in r.fallbacks[:RETRIES] if r.simulated is not None and not r.meets else []:
-            if enough() or r.meets:
-                break
-            run(r, p)
-    return simulated
-
-
 def _rank(q: Question, r: Recommendation) -> tuple[int, float]:
     group = 0 if r.meets else (1 if r.simulated is None else 2)  # verified, then estimates, then misses
     return group, -objective(q, r.point, r.simulated)
@@ -219,7 +167,7 @@ def plan(
         if (best := s.best) is not None
     ]
     failed: list[str] = []
-    simulated = _verify(q, recs, say, failed) if q.verify_top else 0
+    simulated = verify_ranked(q, recs, say, failed) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
     notes: list[str] = failed + _context(q)
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
@@ -259,9 +207,6 @@ def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, fl
         ]
         fronts[mode] = pareto(pts)
     return fronts
-
-
-RETRIES = 2  # lower operating points tried when the simulator's p90s miss the SLO
 
 
 def _lower(q: Question, s: Scored) -> list[Point]:

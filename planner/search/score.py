@@ -136,30 +136,51 @@ def _score(q: Question, c: Candidate) -> Scored:
     points: list[Point] = []
     evaluated: dict[tuple[int, int], Metrics] = {}
     for b in batches:
-        u = point(unit, q.isl, q.osl, kv_len, b)
-        counts = _counts(q, c, unit, b, u.tpot_s)
-        if counts is None:
-            continue
-        dep = unit.resized({"decode": counts[0], "aggregated": counts[0], "prefill": counts[1]})
         if q.rate is None and q.concurrency is None:
-            m, batch = point(dep, q.isl, q.osl, kv_len, b), b
-        else:  # the same deployment under the same traffic gives the same figures: one point, at the
-            # decode batch that traffic keeps in flight (the sweep's batch only sized the instances)
-            if counts in evaluated:
-                continue
-            m = evaluated[counts] = estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)
-            batch = max(1, round(m.decode_batch))
-        if m.saturated:
+            if (p := _point_at(q, c, unit, b)) is not None:
+                points.append(p)
             continue
-        p = Point(batch, dep, m, _bottleneck(m))
-        p.slack = slack(q, m)
-        p.meets = all(v >= 1 for v in p.slack.values())
-        points.append(p)
+        # the same deployment under the same traffic gives the same figures: one point, at the decode
+        # batch that traffic keeps in flight (the sweep's batch only sized the instances)
+        counts = _counts(q, c, unit, b, point(unit, q.isl, q.osl, kv_len, b).tpot_s)
+        if counts is None or counts in evaluated:
+            continue
+        dep = _resized(unit, counts)
+        m = evaluated[counts] = estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)
+        if not m.saturated:
+            points.append(_point(q, max(1, round(m.decode_batch)), dep, m))
     s = Scored(c, points)
     ok = [p for p in points if p.meets]
     if ok:
         s.best = max(ok, key=lambda p: (p.out_tok_s_per_gpu, -p.batch))
     return s
+
+
+def _resized(unit: Deployment, counts: tuple[int, int]) -> Deployment:
+    return unit.resized({"decode": counts[0], "aggregated": counts[0], "prefill": counts[1]})
+
+
+def _point(q: Question, batch: int, dep: Deployment, m: Metrics) -> Point:
+    p = Point(batch, dep, m, _bottleneck(m))
+    p.slack = slack(q, m)
+    p.meets = all(v >= 1 for v in p.slack.values())
+    return p
+
+
+def point_at(q: Question, c: Candidate, b: int) -> Point | None:
+    """The operating point of a candidate at decode batch `b` under a question with no traffic stated:
+    what the sweep evaluates at its powers of two, at any batch (None: over budget or saturated)."""
+    return _point_at(q, c, deployment(q, c), b)
+
+
+def _point_at(q: Question, c: Candidate, unit: Deployment, b: int) -> Point | None:
+    kv_len = q.in_flight_kv()
+    counts = _counts(q, c, unit, b, point(unit, q.isl, q.osl, kv_len, b).tpot_s)
+    if counts is None:
+        return None
+    dep = _resized(unit, counts)
+    m = point(dep, q.isl, q.osl, kv_len, b)
+    return None if m.saturated else _point(q, b, dep, m)
 
 
 def score_many(q: Question, cands: list[Candidate]) -> list[Scored]:

@@ -7,16 +7,35 @@ the arrival process when given. The deployment simulated is the very object that
 with the one simulation configuration of a deployment and its traffic
 (`planner.model.simulate.standard_config`: the same run `planner simulate` makes of the exported
 scenario).
+
+`verify_ranked` spends the plan's simulation budget: recommendations in rank order until enough
+meet, lower swept operating points of those that missed, then, where a lower batch met and a
+higher one missed, a bisection between them (`BISECTIONS` batches), so a plan is not left at half
+the batch the SLO allows because the sweep steps in powers of two.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from planner.inputs.edge import one_line
 from planner.inputs.question import Question
 from planner.inputs.scenario import SLOSpec
 from planner.model.defaults import Resolved
 from planner.model.metrics import Metrics
 from planner.model.simulate import run_simulation, simulated_metrics
-from planner.search.score import Point
+from planner.search.score import Point, point_at
+from roofline.errors import PlannerError
+
+if TYPE_CHECKING:
+    from planner.search.plan import Recommendation
+
+MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommendations ...
+SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
+RETRIES = 2  # lower swept operating points tried when the simulator's p90s miss the SLO
+BISECTIONS = 2  # batches simulated between a swept batch that met and the next one up that missed
 
 
 def as_resolved(q: Question, p: Point) -> Resolved:
@@ -49,3 +68,69 @@ def verify(q: Question, p: Point) -> Metrics:
     res = as_resolved(q, p)
     _, summary = run_simulation(res)
     return simulated_metrics(res, summary)
+
+
+def verify_ranked(
+    q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
+) -> int:
+    """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
+    simulation budget is spent (the CPU-time part only once one meets): first each one's best
+    point, then, for those whose p90s missed, lower operating points (a smaller batch) of the same
+    deployment, then for one that met only lower down, batches between (no traffic stated only:
+    under a stated rate or concurrency the batch is what the traffic keeps in flight). A point the
+    simulator cannot build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and
+    `failed` says why. Returns the number of simulations run."""
+    simulated = 0
+    start = time.process_time()
+    missed: dict[int, int] = {}  # id(rec) -> the lowest batch whose simulation missed
+
+    def run(r: Recommendation, p: Point) -> bool:
+        nonlocal simulated
+        say(f"simulating {p.deployment.describe()} at batch {p.batch}")
+        try:
+            m = verify(q, p)
+        except PlannerError as exc:
+            if failed is not None:
+                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(exc), 300)}")
+            return False
+        simulated += 1
+        ok, slack = meets_slo(q, m)
+        if not ok:
+            missed[id(r)] = min(missed.get(id(r), p.batch), p.batch)
+        if r.simulated is None or ok or not r.meets:
+            r.point, r.simulated, r.meets, r.slack = p, m, ok, slack
+        return ok
+
+    def spent() -> bool:
+        return simulated >= MAX_SIMULATED or time.process_time() - start > SIMULATION_BUDGET_S
+
+    def enough() -> bool:
+        met = sum(bool(r.meets) for r in recs)
+        # the CPU budget stops a plan that has a verified answer; one with none keeps trying (up to
+        # MAX_SIMULATED) the deployments and lower operating points that meet by estimate
+        out = simulated >= MAX_SIMULATED or (met > 0 and simulated >= q.verify_top and spent())
+        return met >= q.verify_top or out
+
+    for r in recs:
+        if enough():
+            return simulated
+        run(r, r.point)
+    for r in recs:
+        for p in r.fallbacks[:RETRIES] if r.simulated is not None and not r.meets else []:
+            if enough() or r.meets:
+                break
+            run(r, p)
+    for r in recs:
+        if not r.meets or id(r) not in missed or q.rate is not None or q.concurrency is not None:
+            continue
+        lo, hi = r.point.batch, missed[id(r)]
+        for _ in range(BISECTIONS):
+            mid = (lo + hi) // 2
+            if mid <= lo or spent():
+                break
+            between = point_at(q, r.cand, mid)
+            if between is not None and between.meets and run(r, between):
+                lo = mid
+            else:
+                hi = mid
+    return simulated

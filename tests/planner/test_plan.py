@@ -184,6 +184,7 @@ def test_the_cpu_budget_never_stops_a_plan_with_no_verified_answer(monkeypatch):
     from types import SimpleNamespace
 
     from planner.search import plan as plan_mod
+    from planner.search import verify as verify_mod
 
     verdict = {"a": False, "b": False, "c": False, "d": True, "a-low": True}
     tried: list[str] = []
@@ -196,12 +197,59 @@ def test_the_cpu_budget_never_stops_a_plan_with_no_verified_answer(monkeypatch):
         return SimpleNamespace(name=name, batch=1, deployment=SimpleNamespace(describe=lambda: name))
 
     recs = [plan_mod.Recommendation(None, point(n), fallbacks=[point(n + "-low")]) for n in "abcd"]  # type: ignore[arg-type]
-    monkeypatch.setattr(plan_mod, "verify", fake_verify)
-    monkeypatch.setattr(plan_mod, "meets_slo", lambda q, m: (verdict.get(m.name, False), {"tpot_ms": 1.0}))
+    monkeypatch.setattr(verify_mod, "verify", fake_verify)
+    monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (verdict.get(m.name, False), {"tpot_ms": 1.0}))
     clock = iter(range(0, 10_000, 100))  # each reading 100 CPU-s later: the budget is spent at once
-    monkeypatch.setattr(plan_mod.time, "process_time", lambda: next(clock))
+    monkeypatch.setattr(verify_mod.time, "process_time", lambda: next(clock))
     q = SimpleNamespace(verify_top=1)
-    n = plan_mod._verify(q, recs, lambda _m: None)  # type: ignore[arg-type]
+    n = verify_mod.verify_ranked(q, recs, lambda _m: None)  # type: ignore[arg-type]
     assert tried == ["a", "b", "c", "d"]
     assert n == 4
     assert [r.meets for r in recs] == [False, False, False, True]
+
+
+def test_a_plan_bisects_between_the_swept_batch_that_met_and_the_one_that_missed(monkeypatch):
+    """Where the best swept batch (256) misses in simulation and the next one down (128) meets, the plan
+    simulates batches between (192 meets, then 224 misses) and keeps the highest that met; with a rate
+    stated the batch is the traffic's, so nothing is bisected."""
+    from types import SimpleNamespace
+
+    from planner.search import plan as plan_mod
+    from planner.search import verify as verify_mod
+
+    tried: list[int] = []
+
+    def point(batch):
+        return SimpleNamespace(batch=batch, deployment=SimpleNamespace(describe=lambda: "d"))
+
+    def fake_verify(q, p):
+        tried.append(p.batch)
+        return SimpleNamespace(batch=p.batch)
+
+    monkeypatch.setattr(verify_mod, "verify", fake_verify)
+    monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (m.batch <= 200, {"tpot_ms": 1.0}))
+    monkeypatch.setattr(verify_mod, "point_at", lambda q, c, b: SimpleNamespace(meets=True, **vars(point(b))))
+    for rate, want_tried, want_batch in ((None, [256, 128, 192, 224], 192), (3.0, [256, 128], 128)):
+        tried.clear()
+        r = plan_mod.Recommendation(None, point(256), fallbacks=[point(128)])  # type: ignore[arg-type]
+        q = SimpleNamespace(verify_top=1, rate=rate, concurrency=None)
+        verify_mod.verify_ranked(q, [r], lambda _m: None)  # type: ignore[arg-type]
+        assert tried == want_tried
+        assert r.meets
+        assert r.point.batch == want_batch
+
+
+def test_point_at_a_swept_batch_is_the_sweeps_point():
+    """The bisection's operating points are the sweep's model at other batches: at a power of two,
+    `point_at` gives the very figures `score` gave."""
+    from planner.search.score import point_at, score
+    from planner.search.space import candidates
+    from roofline.catalog import get_hardware, get_model
+
+    cands, _ = candidates(SMALL, get_model(SMALL.model), get_hardware(SMALL.hardware))
+    s = next(s for s in (score(SMALL, c) for c in cands[:20]) if len(s.points) > 2)
+    for p in s.points:
+        again = point_at(SMALL, s.cand, p.batch)
+        assert again is not None
+        assert (again.batch, again.gpus, again.meets) == (p.batch, p.gpus, p.meets)
+        assert again.out_tok_s_per_gpu == pytest.approx(p.out_tok_s_per_gpu, rel=1e-12)
