@@ -186,9 +186,7 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
                     "comm",
                     "bf16",
                     bytes=act,
-                    comm_s=allreduce_time(
-                        hw, stage_gpus, act, custom_max_bytes=inst.runtime.custom_allreduce_max_bytes
-                    )
+                    comm_s=allreduce_time(hw, stage_gpus, act, custom_max_bytes=inst.runtime.custom_allreduce_max_bytes)
                     * n_moe,
                 )
             )

@@ -16,7 +16,7 @@ from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
 from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, SLOSpec, format_validation_error
 from planner.model.context import context_problem
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
-from roofline.catalog import get_hardware, get_model, model_ids
+from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
@@ -191,7 +191,7 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     w = s.workload
     isl = w.isl if w.isl != "unknown" else DEFAULT_ISL
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
-    if s.model in model_ids() and (too_long := context_problem(s.model, int(isl), int(osl))):
+    if too_long := context_problem(m, int(isl), int(osl)):
         raise ScenarioError(f"workload.{too_long}")
     note: list[str] = []
     engine = s.engine if s.engine != "unknown" else "other"

@@ -137,7 +137,7 @@ def plan(
 ) -> Answer:
     say = progress or (lambda _msg: None)
     m, hw = get_model(q.model), get_hardware(q.hardware)
-    problem = context_problem(q.model, q.isl, q.osl)
+    problem = context_problem(m, q.isl, q.osl)
     if problem:
         raise PlannerError(problem)
     cands, pruned = candidates(q, m, hw)

@@ -189,6 +189,7 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
         sinkhorn_iters=_opt_int(cfg, "hc_sinkhorn_iters"),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         checkpoint_format=_quant_format(cfg),
+        context_window=_opt_int(cfg, "max_position_embeddings") or None,
         source=source,
     )
 

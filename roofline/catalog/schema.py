@@ -114,6 +114,8 @@ class ModelSpec(StrictModel):
     sinkhorn_iters: int = Field(default=0, ge=0)
     tie_word_embeddings: bool = False
     checkpoint_format: str = "bf16"  # published weight format, informational
+    # tokens of input + output one request may hold: max_position_embeddings of the cited config.json
+    context_window: int | None = Field(default=None, gt=0)
     checkpoints: Checkpoints | None = None  # HF repo ids by format, for launch commands
     source: str = ""
 

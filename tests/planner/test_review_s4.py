@@ -91,12 +91,13 @@ def test_plan_refuses_a_request_longer_than_the_context_window_in_one_line():
 
 
 def test_scoring_failures_are_counted_in_words_not_class_names():
-    """`plan --model llama-3.1-8b --isl 500000` printed '11 InsufficientMemoryError' among the pruned."""
+    """`plan --model llama-3.1-8b --isl 500000` printed '11 InsufficientMemoryError' among the pruned
+    (that request is now refused for its context window; a 70B one just inside its window fails the same way)."""
     from planner.inputs.question import Question
     from planner.search.plan import plan
 
-    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=8, isl=500000, osl=100, verify_top=0), workers=1)
-    assert a.pruned
+    a = plan(Question(model="llama-3.1-70b", hardware="h100-sxm", gpus=8, isl=131000, osl=50, verify_top=0), workers=1)
+    assert a.pruned["no memory left for this traffic's KV and activations"] > 0
     assert not any("Error" in k for k in a.pruned), dict(a.pruned)
 
 

@@ -107,6 +107,23 @@ def test_hf_import_reproduces_catalog_entries(shared_dir):
         assert total_params(imported) == total_params(cat), mid
 
 
+def test_every_catalog_context_window_is_its_cited_configs(shared_dir):
+    """The window the planner refuses long requests by is the cited config.json's
+    max_position_embeddings, for every entry whose config is on file (and every entry states one)."""
+    checked = 0
+    for mid in model_ids():
+        m = get_model(mid)
+        assert m.context_window, mid
+        if "hf_configs/" not in m.source:
+            continue
+        cfg = json.loads(
+            (shared_dir / "reference" / "hf_configs" / m.source.split("hf_configs/")[1].rstrip(")")).read_text()
+        )
+        assert m.context_window == model_from_hf_config(cfg, mid).context_window, mid
+        checked += 1
+    assert checked >= 8
+
+
 def test_every_real_hf_config_imports(shared_dir):
     paths = [
         p
