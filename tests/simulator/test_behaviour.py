@@ -83,8 +83,14 @@ def test_full_reservation_never_preempts():
 
 
 def test_a_prompt_larger_than_the_kv_pool_is_dropped_not_hung():
-    """When every request is dropped there is nothing to measure: an error naming why, not zeros."""
-    res = scenario(AGG_LLAMA, {"isl": 9_000_000, "osl": 5, "concurrency": 2}, {"requests": 4, "seed": 0})
+    """When every request is dropped there is nothing to measure: an error naming why, not zeros. (A prompt
+    within the model's 131k window, on a KV pool a 30% memory fraction leaves too small for it.)"""
+    res = scenario(
+        AGG_LLAMA,
+        {"isl": 130_000, "osl": 5, "concurrency": 2},
+        {"requests": 4, "seed": 0},
+        runtime={"mem_fraction": 0.3},
+    )
     with pytest.raises(SimulationError, match=r"all 4 were dropped \(prompt \+ output exceed the KV pool"):
         run_simulation(res)
 
