@@ -93,8 +93,14 @@ def report(rows: list[Any], n: int, seed: int, kinds: list[str], limit_s: float,
         if outcome in BAD:
             s = sigs.setdefault(sig, {"count": 0, "outcome": outcome, "kind": kind})
             s["count"] += 1
-            example = {"kind": kind, "seed": seed, "index": index, "mutations": mutations, "detail": detail,
-                       "action": make_case(kind, seed, index).action}
+            example = {
+                "kind": kind,
+                "seed": seed,
+                "index": index,
+                "mutations": mutations,
+                "detail": detail,
+                "action": make_case(kind, seed, index).action,
+            }
             s.setdefault("example", example)
     slowest = sorted(rows, key=lambda r: -r[6])[:5]
     return {
@@ -116,10 +122,16 @@ def _commit() -> str:
     """The commit the campaign ran on, '+dirty' when the worktree had changes."""
     root = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, cwd=root, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

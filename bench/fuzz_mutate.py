@@ -26,9 +26,40 @@ SHARED = Path("/work/shared") if Path("/work/shared").is_dir() else ROOT.parent 
 KINDS = ("scenarios", "cli", "anchors", "traces", "questions", "hf", "profiles")
 
 HOSTILE: list[Any] = [
-    None, "", "abc", "unknown", -1, 0, 1, -0.5, 0.5, 1.5, 7, 3.0, 1e18, -1e18, 10**30, 2**63, 1e-300,
-    float("nan"), float("inf"), float("-inf"), True, False, [], {}, [1, 2], {"a": 1}, "[/bold]", "x\ny",
-    "\x00", "9" * 400, 100_000, 1_000_000, 10_000_000, 10**9,
+    None,
+    "",
+    "abc",
+    "unknown",
+    -1,
+    0,
+    1,
+    -0.5,
+    0.5,
+    1.5,
+    7,
+    3.0,
+    1e18,
+    -1e18,
+    10**30,
+    2**63,
+    1e-300,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    True,
+    False,
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "[/bold]",
+    "x\ny",
+    "\x00",
+    "9" * 400,
+    100_000,
+    1_000_000,
+    10_000_000,
+    10**9,
 ]
 NUMERIC = [0, -1, 1, 2, 3, 8, 16, 48, 72, 1e-9, 1e9, 1e15, 2**31, float("nan"), float("inf")]
 
@@ -100,8 +131,23 @@ def mutate_tree(tree: Any, rng: random.Random, n: int) -> list[str]:
             break
         path = rng.choice(paths)
         parent, key = _parent(tree, path), path[-1]
-        op = rng.choice(["drop", "hostile", "hostile", "number", "scale", "unknown_key", "enum", "nest", "swap_type",
-                         "plausible", "plausible", "plausible", "plausible"])
+        op = rng.choice(
+            [
+                "drop",
+                "hostile",
+                "hostile",
+                "number",
+                "scale",
+                "unknown_key",
+                "enum",
+                "nest",
+                "swap_type",
+                "plausible",
+                "plausible",
+                "plausible",
+                "plausible",
+            ]
+        )
         where = ".".join(map(str, path))
         if op == "drop" and isinstance(parent, dict):
             del parent[key]
@@ -197,8 +243,15 @@ def make_case(kind: str, seed: int, index: int) -> Case:
     if kind == "traces":
         return _trace_case(index, rng)
     if kind == "questions":
-        tree = {"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "max_gpus": 8, "isl": 1000, "osl": 200,
-                "slo": {"ttft_p90_ms": 2000, "tpot_p90_ms": 50}, "verify_top": 1}
+        tree = {
+            "model": "qwen3-30b-a3b",
+            "hardware": "h100-sxm",
+            "max_gpus": 8,
+            "isl": 1000,
+            "osl": 200,
+            "slo": {"ttft_p90_ms": 2000, "tpot_p90_ms": 50},
+            "verify_top": 1,
+        }
         return _tree_case(kind, index, "plan", tree, rng, "question.yaml")
     if kind == "hf":
         name, base = rng.choice(hf_configs())
@@ -219,8 +272,10 @@ def _trace_case(index: int, rng: random.Random) -> Case:
         r = rng.choice(rows)
         r[rng.randrange(3)] = str(rng.choice(["", "abc", "-5", "0", "1e12", "1e400", "nan", "inf", "9" * 30, "2.5"]))
     if fmt == "mooncake":
-        lines = [json.dumps({"timestamp": float(t) * 1000 if _num(t) else t, "input_length": i, "output_length": o})
-                 for t, i, o in rows]
+        lines = [
+            json.dumps({"timestamp": float(t) * 1000 if _num(t) else t, "input_length": i, "output_length": o})
+            for t, i, o in rows
+        ]
         text = "\n".join(lines) + "\n"
     else:
         head = "TIMESTAMP,ContextTokens,GeneratedTokens" if fmt == "azure" else trace_lines("splitwise_conv.csv")[0]
@@ -230,10 +285,13 @@ def _trace_case(index: int, rng: random.Random) -> Case:
     if rng.random() < 0.2:
         data, extra = mutate_bytes(data, rng)
         what.append(extra)
-    scenario = {"model": "llama-3.1-8b", "hardware": "h100-sxm",
-                "deployment": {"aggregated": {"gpus_per_instance": 1}},
-                "workload": {"isl": 1000, "osl": 100, "request_rate": 1},
-                "simulation": {"requests": 60, "trace": {"path": "trace.txt", "format": fmt}}}
+    scenario = {
+        "model": "llama-3.1-8b",
+        "hardware": "h100-sxm",
+        "deployment": {"aggregated": {"gpus_per_instance": 1}},
+        "workload": {"isl": 1000, "osl": 100, "request_rate": 1},
+        "simulation": {"requests": 60, "trace": {"path": "trace.txt", "format": fmt}},
+    }
     if rng.random() < 0.1:
         scenario["simulation"]["trace"]["path"] = "."  # a folder
         what.append("trace path is a folder")

@@ -100,8 +100,9 @@ class ArrivalSpec(InputModel):
             if not self.schedule or starts != sorted(starts) or starts[0] != 0 or any(r < 0 for _, r in self.schedule):
                 raise ValueError("schedule must start at 0 s, be sorted by time, with non-negative rates")
             if self.schedule[-1][1] < MIN_RATE or any(r > MAX_RATE for _, r in self.schedule):
-                raise ValueError(f"schedule: the last rate must be at least {MIN_RATE:g}/s and every rate at most "
-                                 f"{MAX_RATE:g}/s")
+                raise ValueError(
+                    f"schedule: the last rate must be at least {MIN_RATE:g}/s and every rate at most {MAX_RATE:g}/s"
+                )
         return self
 
 

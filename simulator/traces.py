@@ -133,8 +133,10 @@ def _mooncake_row(line: str) -> tuple[float, int, int, list[int]]:
     if missing:
         raise _BadRow(f"not a Mooncake record (lacks {', '.join(missing)})")
     hashes = rec.get("hash_ids", [])
-    if not isinstance(hashes, list) or len(hashes) > MAX_HASH_BLOCKS or not all(
-        isinstance(x, int) and not isinstance(x, bool) for x in hashes
+    if (
+        not isinstance(hashes, list)
+        or len(hashes) > MAX_HASH_BLOCKS
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in hashes)
     ):
         raise _BadRow(f"hash_ids must be a list of at most {MAX_HASH_BLOCKS:,} integers")
     t = _timestamp(rec["timestamp"], 1e-3)  # Mooncake timestamps are in ms
@@ -172,8 +174,11 @@ def _finish(
     arr = np.asarray(t, dtype=float)
     if len(arr):
         far = np.abs(arr - np.median(arr)) > MAX_SPAN_S
-        skipped += [f"{path}:{lines[k]}: arrives {arr[k] - np.median(arr):.3g} s from the median arrival; "
-                    f"a trace spans at most {MAX_SPAN_S:g} s" for k in np.flatnonzero(far)]
+        skipped += [
+            f"{path}:{lines[k]}: arrives {arr[k] - np.median(arr):.3g} s from the median arrival; "
+            f"a trace spans at most {MAX_SPAN_S:g} s"
+            for k in np.flatnonzero(far)
+        ]
         keep = np.flatnonzero(~far)
         arr, i, o = arr[keep], [i[k] for k in keep], [o[k] for k in keep]
         h = [h[k] for k in keep] if h is not None else None

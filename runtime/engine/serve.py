@@ -38,7 +38,6 @@ class Req:
         return self.done_prefill + max(self.generated - 1, 0)
 
 
-
 def take_chunks(waiting: deque[Req], free: deque[int], need: int, budget: int) -> list[tuple[Req, int]]:
     """Prompt chunks for one prefill step, first come first served within `budget` tokens: a
     request gets its `need` KV pages when it starts; a partly prefilled prompt ends the step and
@@ -55,6 +54,7 @@ def take_chunks(waiting: deque[Req], free: deque[int], need: int, budget: int) -
             break
         waiting.popleft()
     return chunks
+
 
 class Engine:
     def __init__(self, model: Model, pages: int, budget: int = 8192) -> None:
