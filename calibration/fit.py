@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import RBFInterpolator
 
-from roofline.calibrated import mla_decode_bytes, mla_prefill_bytes
+from roofline.calibrated import gqa_decode_bytes, mla_decode_bytes, mla_prefill_bytes
 from roofline.catalog import get_hardware
 from roofline.errors import PlannerError
 from roofline.precision import RateKey, peak_flops
@@ -34,13 +34,22 @@ from roofline.precision import RateKey, peak_flops
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "calibration" / "data" / "h200-sxm-profile.json"
 WARM = ROOT / "calibration" / "data" / "h200-sxm-warm-gemm.json"  # runtime.warm_gemm: decode GEMMs back to back
+# Families swept later, each file with its own provenance (`python -m runtime.sweep --ops gqa_decode`)
+ADDED = (ROOT / "calibration" / "data" / "h200-sxm-gqa-decode.json",)
 OUT_DIR = ROOT / "roofline" / "calibrated"
 CKV, KPE, QK, VD = 512, 64, 192, 128  # DeepSeek-V3 MLA, the shapes runtime.ops.attention measures
 GRID = 28  # grid points per axis of the tabulated log-efficiency
 SMOOTHING = 0.05
 
 
-ROWS = {"gemm": "m", "moe_gemm": "tokens", "mla_decode": "batch", "attn_prefill": "new", "elementwise": "tokens"}
+ROWS = {
+    "gemm": "m",
+    "moe_gemm": "tokens",
+    "mla_decode": "batch",
+    "gqa_decode": "batch",
+    "attn_prefill": "new",
+    "elementwise": "tokens",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,8 @@ def point_bytes(p: dict[str, Any]) -> float:
     fam, q = p["family"], p["params"]
     if fam == "mla_decode":
         return mla_decode_bytes(q["batch"] * q["ctx"], CKV, KPE, 1 if p["fmt"] == "fp8" else 2)
+    if fam == "gqa_decode":
+        return gqa_decode_bytes(q["batch"] * q["ctx"], q["kv_heads"], q["head_dim"], 1 if p["fmt"] == "fp8" else 2)
     if fam == "attn_prefill":
         return mla_prefill_bytes(q["batch"] * q["new"], q["batch"] * q["prefix"], q["heads"], QK, VD)
     return float(p["bytes"])
@@ -227,10 +238,30 @@ def read_profile(path: Path) -> Any:
         raise ProfileError(f"{path}: not a readable JSON profile ({type(exc).__name__})") from exc
 
 
-def fit(profile_path: Path = PROFILE, hardware: str = "h200-sxm", warm_path: Path | None = WARM) -> dict[str, Any]:
+def with_added(profile: dict[str, Any], paths: tuple[Path, ...]) -> dict[str, Any]:
+    """The profile with the points of later sweeps of other families appended; each added file's
+    provenance is kept under `added` (path -> provenance)."""
+    added: dict[str, Any] = {}
+    points = list(profile["points"])
+    for path in paths:
+        extra = read_profile(path)
+        if not isinstance(extra, dict) or not isinstance(extra.get("points"), list):
+            raise ProfileError(f"{path}: expected a mapping with a `points` list")
+        points += extra["points"]
+        added[str(path.relative_to(ROOT))] = extra.get("provenance")
+    return {**profile, "points": points, "added": added}
+
+
+def fit(
+    profile_path: Path = PROFILE,
+    hardware: str = "h200-sxm",
+    warm_path: Path | None = WARM,
+    added: tuple[Path, ...] = ADDED,
+) -> dict[str, Any]:
     profile = read_profile(profile_path)
     if warm_path is not None and warm_path.is_file():
         profile = with_back_to_back(profile, read_profile(warm_path))
+    profile = with_added(profile, tuple(p for p in added if p.is_file()))
     fams = {}
     pooled: list[float] = []
     skipped: list[str] = []
@@ -256,6 +287,7 @@ def fit(profile_path: Path = PROFILE, hardware: str = "h200-sxm", warm_path: Pat
         "profile": str(profile_path.relative_to(ROOT)),
         "provenance": profile["provenance"],
         "back_to_back": profile.get("back_to_back"),
+        "added": profile.get("added"),
         "cv_median_abs_err": round(float(np.median(pooled)), 4),
         "families": fams,
         **({"skipped": skipped} if skipped else {}),

@@ -266,6 +266,9 @@ def _gqa_ops(inst: InstanceSpec, b: StepBatch, sh: Shape) -> list[Op]:
                 flops=kv_eff * q * heads * 4 * hd * n,
                 bytes=kv_eff * kv_heads * 2 * hd * kvb * n,
                 launches=2 * n,
+                fmt=inst.precision.kv_cache,
+                calls=n,
+                rows=seqs,
             )
         )
     if b.prefill_chunks:

@@ -7,11 +7,12 @@ and transfer to other GPUs of the same architecture (efficiency is a fraction of
 peaks), which the returned label says. Only families whose measured kernel is what serving
 engines run on that architecture are used: on sm_90, MLA decode with an FP8 KV cache keeps its
 FlashMLA prior (flashinfer's FP8 MLA path, the one measured, is ~6x slower than BF16 there, and
-SGLang uses FlashMLA for FP8 KV on Hopper); elementwise ops keep their prior too.
+SGLang uses FlashMLA for FP8 KV on Hopper), GQA decode with an FP8 KV cache keeps its prior (see SKIP);
+elementwise ops keep their prior too.
 
 A table is indexed by bytes per call, so the measured side (runtime.ops, calibration.fit) and the
 looking-up side (roofline.attention_ops) must count attention bytes alike: the functions below are
-that one count (KV reads for decode; Q/K/V of new and cached tokens for prefill, without the query
+that one count (KV reads for MLA and GQA decode; Q/K/V of new and cached tokens for prefill, without the query
 and output traffic of the decode kernel), and tests hold both sides to them.
 """
 
@@ -34,17 +35,27 @@ FAMILY = {
     "moe_gemv": "moe_gemm",
     "mla_decode": "mla_decode",
     "attn_prefill": "attn_prefill",
+    "gqa_decode": "gqa_decode",
     "elementwise": "elementwise",
 }
-# Measured but not what engines run: flashinfer's FP8-KV MLA (SGLang uses FlashMLA on Hopper) and
-# a plain-torch RMSNorm (several kernels; engines run one fused kernel).
-SKIP = {"mla_decode/fp8", "elementwise/bf16"}
+# Measured but not what engines run: flashinfer's FP8-KV MLA (SGLang uses FlashMLA on Hopper),
+# flashinfer's FP8-KV GQA decode (2.3-2.7 TB/s at large batch x context, 0.48-0.56 of bandwidth, against
+# 3.6-3.9 TB/s with a BF16 cache; priced at it, TensorRT-LLM's Llama-3.1-8B FP8 throughput on H100/H200
+# falls 15-36% below the performance overview at 1k-20k contexts: its XQA kernel reads FP8 KV natively)
+# and a plain-torch RMSNorm (several kernels; engines run one fused kernel).
+SKIP = {"mla_decode/fp8", "gqa_decode/fp8", "elementwise/bf16"}
 
 
 def mla_decode_bytes(kv_tokens: float, kv_lora: int, rope: int, kv_bytes: float) -> float:
     """Bytes an absorbed MLA decode call is counted as moving: every attended cached token's latent
     and rope key, once (FlashMLA reads the KV once per sequence)."""
     return kv_tokens * (kv_lora + rope) * kv_bytes
+
+
+def gqa_decode_bytes(kv_tokens: float, kv_heads: float, head_dim: int, kv_bytes: float) -> float:
+    """Bytes a GQA decode call is counted as moving: the K and V of every attended cached token of
+    the rank's KV heads, once (the query heads of a group share one read)."""
+    return kv_tokens * kv_heads * 2 * head_dim * kv_bytes
 
 
 def mla_prefill_bytes(new_tokens: float, prefix_tokens: float, heads: float, qk: int, v: int) -> float:

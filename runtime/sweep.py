@@ -1,6 +1,8 @@
 """Shape sweeps on the local GPU, written as a calibration profile with provenance.
 
-Grids cover what a serving step runs: MLA decode over batch x context (bf16 and fp8 KV), MLA
+Grids cover what a serving step runs: MLA decode over batch x context (bf16 and fp8 KV), GQA decode
+over batch x context for a rank's heads of Llama-3.1-8B (32/8), Llama-3.1-70B at TP8 (8/1),
+Qwen3-235B (64/4) and gpt-oss-120b (64/8, head_dim 64) (bf16 and fp8 KV), MLA
 prefill with and without a cached prefix, DeepSeek-V3's dense GEMM shapes over token counts
 (bf16, fp8), grouped expert GEMMs over tokens per expert (bf16, fp8), RMSNorm. Each point is
 timed with `runtime.timing.time_op` (CUDA graphs, cold L2, median of the samples). The profile
@@ -22,6 +24,7 @@ import torch
 from runtime.ops import GpuOp
 from runtime.ops.attention import MLADecode, MLAPrefill
 from runtime.ops.gemm import DenseGemm, GroupedGemm
+from runtime.ops.gqa import GQADecode
 from runtime.ops.moe import RMSNormOp
 from runtime.timing import time_op
 
@@ -36,6 +39,19 @@ def _mla_decode() -> Iterator[Callable[[], GpuOp]]:
                 yield partial(MLADecode, b, ctx, 128, kv)
         for b, ctx in ((64, 4096), (16, 16384)):  # off-grid shapes
             yield partial(MLADecode, b, ctx, 128, kv)
+
+
+# A rank's (query heads, KV heads, head_dim) of the GQA models in the catalog
+GQA_SHAPES = [(32, 8, 128), (8, 1, 128), (64, 4, 128), (64, 8, 64)]
+
+
+def _gqa_decode() -> Iterator[Callable[[], GpuOp]]:
+    for kv in ("bf16", "fp8"):
+        for heads, kv_heads, hd in GQA_SHAPES:
+            for b in (1, 8, 32, 128, 512):
+                for ctx in (512, 2048, 8192):
+                    yield partial(GQADecode, b, ctx, heads, kv_heads, hd, kv)
+            yield partial(GQADecode, 16, 32768, heads, kv_heads, hd, kv)  # long context, off-grid
 
 
 def _attn_prefill() -> Iterator[Callable[[], GpuOp]]:
@@ -80,6 +96,7 @@ def _elementwise() -> Iterator[Callable[[], GpuOp]]:
 
 GRIDS: dict[str, Callable[[], Iterator[Callable[[], GpuOp]]]] = {
     "mla_decode": _mla_decode,
+    "gqa_decode": _gqa_decode,
     "attn_prefill": _attn_prefill,
     "gemm": _gemm,
     "moe_gemm": _moe_gemm,

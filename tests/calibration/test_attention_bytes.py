@@ -8,7 +8,7 @@ import pytest
 from calibration.fit import point_bytes
 from roofline.attention_ops import attention_ops
 from roofline.batch import StepBatch
-from roofline.calibrated import mla_decode_bytes, mla_prefill_bytes
+from roofline.calibrated import gqa_decode_bytes, mla_decode_bytes, mla_prefill_bytes
 from tests.conftest import make_instance
 
 LAYERS = 61  # deepseek-v3: attention_ops sums over the layers an instance holds
@@ -26,6 +26,19 @@ def test_the_step_model_counts_decode_bytes_as_the_tables_were_built():
     point = {"family": "mla_decode", "fmt": "bf16", "params": {"batch": 8, "ctx": 2048, "heads": 128}, "bytes": 1.0}
     assert att.bytes / LAYERS == pytest.approx(point_bytes(point))
     assert point_bytes(point) == mla_decode_bytes(8 * 2048, 512, 64, 2)
+
+
+def test_the_step_model_counts_gqa_decode_bytes_as_the_tables_were_built():
+    """Llama-3.1-8B at TP1 (32 query heads, 8 KV heads, head_dim 128, 32 layers): the step model's
+    decode op per layer and a measured point of the same shape move the same bytes, K and V of the
+    KV heads only."""
+    inst = make_instance("llama-3.1-8b", gpus=1, tp=1, ep=1)
+    att = _op(attention_ops(inst, StepBatch.decode(8, 2048), 1.0), "attention.decode")
+    params = {"batch": 8, "ctx": 2048, "heads": 32, "kv_heads": 8, "head_dim": 128}
+    point = {"family": "gqa_decode", "fmt": "bf16", "params": params, "bytes": 1.0}
+    assert att.bytes / 32 == pytest.approx(point_bytes(point))
+    assert point_bytes(point) == gqa_decode_bytes(8 * 2048, 8, 128, 2) == 8 * 2048 * 8 * 2 * 128 * 2
+    assert (att.fmt, att.calls, att.rows) == ("bf16", 32, 8)  # looked up per layer call, by its KV format
 
 
 def test_the_step_model_counts_prefill_bytes_as_the_tables_were_built():
@@ -49,3 +62,5 @@ def test_the_runtime_ops_use_the_same_counts():
     src = (Path(__file__).resolve().parents[2] / "runtime" / "ops" / "attention.py").read_text()
     assert "self.bytes = mla_decode_bytes(batch * ctx, CKV, KPE, kvb)" in src
     assert "self.bytes = mla_prefill_bytes(batch * new, batch * prefix, heads, qk, V_HEAD)" in src
+    gqa = (Path(__file__).resolve().parents[2] / "runtime" / "ops" / "gqa.py").read_text()
+    assert "self.bytes = gqa_decode_bytes(batch * ctx, kv_heads, head_dim, kvb)" in gqa

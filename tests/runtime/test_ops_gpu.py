@@ -17,6 +17,14 @@ def test_mla_decode_matches_reference(batch, ctx, kv):
     MLADecode(batch, ctx, 16, kv).check()
 
 
+@pytest.mark.parametrize("kv", ["bf16", "fp8"])
+@pytest.mark.parametrize(("batch", "ctx", "heads", "kv_heads", "head_dim"), [(1, 100, 32, 8, 128), (5, 700, 64, 8, 64)])
+def test_gqa_decode_matches_reference(batch, ctx, heads, kv_heads, head_dim, kv):
+    from runtime.ops.gqa import GQADecode
+
+    GQADecode(batch, ctx, heads, kv_heads, head_dim, kv).check()
+
+
 @pytest.mark.parametrize(("batch", "new", "prefix"), [(1, 256, 0), (2, 300, 700), (3, 128, 64)])
 def test_mla_prefill_with_cached_prefix_matches_reference(batch, new, prefix):
     from runtime.ops.attention import MLAPrefill
