@@ -40,7 +40,8 @@ def _mem_fraction(p: EngineProfile, role: str, parallel: Parallelism, hw: Hardwa
     """The engine's default memory fraction for this pool: its own rule where the profile has one."""
     if p.mem_reserve is None or parallel.dp_attention > 1:  # DP-attention recipes state their fraction
         return p.mem_fraction.value, p.mem_fraction.source
-    frac = p.mem_reserve.value.fraction(hw.mem_bytes / 2**20, role, parallel)
+    mib = hw.mem_bytes / 2**20
+    frac = p.mem_reserve.value.fraction(mib, role, parallel, p.prefill_tokens_per_rank.on_gpu(mib))
     return frac, "rule of " + p.mem_reserve.source.split(":")[0] + " (planner/engines)"
 
 
@@ -90,7 +91,10 @@ def runtime_options(
             p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 and stated.get("eplb") is not False else 0,
             p.redundant_experts_wide_ep.source,
         ),
-        "prefill_tokens_per_rank": (p.prefill_tokens_per_rank.value, p.prefill_tokens_per_rank.source),
+        "prefill_tokens_per_rank": (
+            p.prefill_tokens_per_rank.on_gpu(hw.mem_bytes / 2**20),
+            p.prefill_tokens_per_rank.source,
+        ),
         "max_running_per_rank": (p.max_running_per_rank.value, p.max_running_per_rank.source),
         "scheduler": (p.scheduler.value, p.scheduler.source),
         "chunked_prefill": (p.chunked_prefill.value, p.chunked_prefill.source),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from roofline.deployment import Parallelism
 
@@ -29,6 +29,19 @@ class SFloat(_Strict):
 class SInt(_Strict):
     value: int
     source: str
+
+
+class SPrefillTokens(_Strict):
+    """An engine's default prefill token budget per rank: `value`, or the first `below_gpu_mib`
+    tier ([GPU MiB limit, tokens], ascending) the GPU falls under (SGLang sizes its default chunk
+    by GPU memory)."""
+
+    value: int = Field(gt=0)
+    below_gpu_mib: list[tuple[float, int]] = []
+    source: str
+
+    def on_gpu(self, mem_mib: float) -> int:
+        return next((t for lim, t in sorted(self.below_gpu_mib) if mem_mib < lim), self.value)
 
 
 class SOptInt(_Strict):
@@ -108,8 +121,6 @@ class MemReserve(_Strict):
     base_mb: float
     mb_per_chunk_token: float
     min_chunk_tokens: int
-    chunk_tokens: int
-    chunk_tokens_large: int
     large_gpu_mb: float
     graph_bs_small_tp: int
     graph_bs: int
@@ -129,10 +140,10 @@ class MemReserve(_Strict):
         max_bs = self.graph_bs if large or parallel.tp >= 4 else self.graph_bs_small_tp
         return self.decode_graph_mb_per_bs * max_bs if role != "prefill" else 0.0
 
-    def fraction(self, mem_mib: float, role: str, parallel: Parallelism) -> float:
+    def fraction(self, mem_mib: float, role: str, parallel: Parallelism, chunk: int) -> float:
         """mem_fraction_static for one instance of `parallel` on a GPU of `mem_mib` MiB, with
-        SGLang's defaults for the chunk (per instance) and the decode graph batch limit."""
-        chunk = self.chunk_tokens_large if mem_mib >= self.large_gpu_mb else self.chunk_tokens
+        SGLang's default chunk per instance (the profile's prefill_tokens_per_rank rule) and its
+        decode graph batch limit."""
         mb = self.base_mb + self.mb_per_chunk_token * max(chunk, self.min_chunk_tokens)
         mb += self._slack_mb(parallel)
         mb += self._graph_mb(mem_mib, role, parallel)
@@ -182,7 +193,7 @@ class EngineProfile(_Strict):
     scheduler: SScheduler
     chunked_prefill: SBool
     fused_mla_a_proj: SBool
-    prefill_tokens_per_rank: SInt
+    prefill_tokens_per_rank: SPrefillTokens
     max_running_per_rank: SOptInt
     mtp_default: SInt
     request_overhead_ms: SFloat

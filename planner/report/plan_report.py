@@ -175,6 +175,10 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         t.add_row(*(Text(c) for c in cells))
     con.print(t)
     for mode, front in a.fronts.items():
+        if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
+            why = f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
+            con.print(Text(f"Pareto front, {mode}: none ({why})", style="yellow"))
+            continue
         ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user (TTFT within SLO)")
         for col in ("tok/s/user", "tok/s/GPU", "deployment"):
             ft.add_column(col, justify="left" if col == "deployment" else "right")

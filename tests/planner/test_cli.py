@@ -181,3 +181,12 @@ def test_simulate_reads_each_slo_target_against_its_p90(tmp_path):
     line = next(x for x in out.output.splitlines() if x.startswith("slo: "))
     assert f"TTFT p90 {data['ttft_ms']['p90']:,.1f} ms <= 100,000 (meets)" in line
     assert f"TPOT p90 {data['tpot_ms']['p90']:,.1f} ms > 0.001 (misses)" in line
+
+
+def test_an_empty_front_is_one_line_saying_why_not_an_empty_table():
+    """One GPU cannot split prefill from decode: the plan says the disaggregated front is empty."""
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h200-sxm", "--gpus", "1", "--isl", "1000", "--osl", "100"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "Pareto front, disaggregated: none (no disaggregated deployment within the question's GPUs" in out.output
+    assert "Pareto front, aggregated (estimates)" in out.output

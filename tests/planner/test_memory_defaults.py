@@ -49,3 +49,13 @@ def test_trtllm_splits_the_kv_pool_equally_between_window_sizes() -> None:
     assert runtime_options("trtllm", "aggregated", par, hw).kv_window_shares == "equal"
     assert runtime_options("sglang", "aggregated", par, hw).kv_window_shares == "window"
     assert runtime_options("vllm", "aggregated", par, hw).kv_window_shares == "window"
+
+
+@pytest.mark.parametrize(
+    ("hw", "chunk"), [("h100-sxm", 8192), ("h200-sxm", 8192), ("b200", 16384), ("gb200-nvl72", 16384)]
+)
+def test_sglang_default_chunk_follows_gpu_memory_and_prices_the_same_rule_as_its_memory(hw: str, chunk: int) -> None:
+    """chunked_prefill_size 8192 below 160 GiB, 16384 above (SGLang server_args.py); attention-DP
+    ranks keep a full chunk each, as the published DP-attention launches set it."""
+    for par in (Parallelism(gpus=8, tp=8), Parallelism(gpus=8, dp_attention=8, ep=8)):
+        assert runtime_options("sglang", "aggregated", par, get_hardware(hw)).prefill_tokens_per_rank == chunk
