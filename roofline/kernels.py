@@ -2,8 +2,10 @@
 
 A kernel path turns an op's FLOPs and bytes into time:
     t = launches x fixed_s + max(flops / (peak x compute_eff), bytes / (bandwidth x memory_eff))
-where `peak` is the tensor-core rate of the op's precision, or the CUDA-core FP32 rate for paths
-without tensor cores (the sm_120 fallbacks of seed 003). `tile_m` pads grouped-GEMM rows to the
+where `peak` is the tensor-core rate of the op's precision (or of the path's own `math` where its MMAs
+run at another rate than the operands' storage: FlashMLA dequantizes an FP8 KV cache to BF16, Marlin
+and vLLM's SM100 MXFP4 MoE multiply BF16 activations), or the CUDA-core FP32 rate for paths without
+tensor cores (the sm_120 fallbacks of seed 003). `tile_m` pads grouped-GEMM rows to the
 MMA tile. `weight_reuse=False` marks slot-GEMV kernels that re-read an expert's weights for
 every token routed to it.
 
@@ -49,6 +51,7 @@ class KernelPath:
     source: str
     tile_m: int = 0
     weight_reuse: bool = True
+    math: Literal["bf16", "fp8", "fp4"] | None = None  # the MMA rate, where not the op's
 
 
 def _k(name: str, tc: bool, ce: float, me: float, fixed_us: float, src: str, **kw: object) -> KernelPath:
@@ -108,6 +111,7 @@ KERNELS: dict[str, KernelPath] = {
             "Marlin W4A16 MoE (dequantize to BF16 MMA); rows padded to 16: vLLM fused_marlin_moe picks "
             "block_size_m from 8/16/32/48/64 by tokens per expert (MMA m16)",
             tile_m=16,
+            math="bf16",
         ),
         _k(
             "flashmla-sm90",
@@ -117,7 +121,16 @@ KERNELS: dict[str, KernelPath] = {
             9,
             f"FlashMLA README H800: 3000 GB/s memory-bound, 660 TF compute-bound; {_DEV}: 19 us at B=1",
         ),
-        _k("flashmla-sparse-sm90", True, 0.41, 0.75, 9, "FlashMLA README: sparse FP8 decode 410 TF on H800"),
+        _k(
+            "flashmla-sparse-sm90",
+            True,
+            0.41,
+            0.75,
+            9,
+            "FlashMLA README: sparse FP8 decode 410 TF on H800 (FP8 KV dequantized to BF16 for the MMAs: "
+            "FlashMLA docs/20250929-hopper-fp8-sparse-deep-dive.md)",
+            math="bf16",
+        ),
         _k("flashmla-sparse-prefill-sm90", True, 0.65, 0.80, 15, "FlashMLA README: sparse MLA prefill 640 TF on H800"),
         _k("fa3-prefill-sm90", True, 0.60, 0.80, 20, f"{_DEV}: flashinfer fa3 ragged prefill ~600 TF"),
         _k("fa3-gqa-decode-sm90", True, 0.50, 0.80, 10, "FlashAttention-3 decode, memory-bound"),
@@ -155,7 +168,33 @@ KERNELS: dict[str, KernelPath] = {
             8,
             "FlashInfer trtllm-gen MLA; FlashInfer #3400: several times faster than fa2 (<300 TF) on B200",
         ),
-        _bw("dsa-sparse-sm100", 0.30, 0.75, 8, "FlashMLA README: sparse FP8 decode 350 TF on B200"),
+        _bw(
+            "dsa-sparse-sm100",
+            0.30,
+            0.75,
+            8,
+            "FlashMLA README: sparse FP8 decode 350 TF on B200 (FP8 KV dequantized to BF16 MMAs)",
+            math="bf16",
+        ),
+        _bw(
+            "trtllm-sparse-mla-fp8-sm100",
+            0.30,
+            0.75,
+            8,
+            "TensorRT-LLM sparse MLA (tech blog 15: TMALDG.Gather4 kernel, 'KV cache: Per-tensor FP8, Math: "
+            "Per-tensor FP8'): FP8 MMAs; efficiency of dsa-sparse-sm100",
+        ),
+        _bw(
+            "flashinfer-mxfp4-bf16-grouped-sm100",
+            0.58,
+            0.65,
+            6,
+            "vLLM on SM100 runs MXFP4 MoE as FlashInfer MXFP4 x BF16 by default (vllm-project/vllm #23008, "
+            "#23696: MXFP8 activations only with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); efficiency of "
+            "cute-dsl-grouped-sm100",
+            tile_m=128,
+            math="bf16",
+        ),
         _bw("flashmla-sparse-prefill-sm100", 0.64, 0.80, 15, "FlashMLA README: sparse MLA prefill 1450 TF on B200"),
         _bw("fmha-prefill-sm100", 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),
         _bw("gqa-decode-sm100", 0.50, 0.80, 8, "trtllm-gen decode attention, memory-bound"),
@@ -227,6 +266,7 @@ KERNELS: dict[str, KernelPath] = {
             "vLLM #30135/#40153: MXFP4 MoE falls back to Marlin W4A16 on SM120 (prefill batches); rows "
             "padded to 16 (fused_marlin_moe block_size_m, MMA m16)",
             tile_m=16,
+            math="bf16",
         ),
         _k(
             "tensor-core-sparse-mla-sm120",

@@ -65,8 +65,11 @@ def gemm_rate_key(fmt: str, hw: HardwareSpec, field: str) -> RateKey:
             )
         return "fp4"
     if fmt == "mxfp4":
-        # Hopper has no FP4 MMA: MXFP4 weights are dequantized to BF16 (Triton / Marlin path)
-        return "fp4" if hw.is_blackwell and hw.peak_tflops.fp4 else "bf16"
+        # Hopper has no FP4 MMA: MXFP4 weights are dequantized to BF16 (Triton / Marlin path). On
+        # Blackwell the engines multiply them with MXFP8 activations (TensorRT-LLM gpt-oss MoE support
+        # matrix, NVIDIA/TensorRT-LLM #6908: "mxfp8 (Blackwell)"; SGLang's flashinfer_mxfp4 runner), an
+        # f8f6f4 MMA at the FP8 rate: no engine quantizes activations to FP4 for an MXFP4 checkpoint
+        return "fp8" if hw.is_blackwell and hw.peak_tflops.fp8 else "bf16"
     if fmt == "w4a16":
         return "bf16"
     raise PrecisionError(f"{field}: unknown format {fmt!r}; allowed: bf16, fp8, nvfp4, mxfp4, w4a16")

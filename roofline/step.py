@@ -87,7 +87,8 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
         return calibrated
     hw = inst.hardware
     path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides, inst.runtime.engine_kernels)
-    peak = peak_flops(hw, op.rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
+    rate = path.math or op.rate
+    peak = peak_flops(hw, rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops
     if path.tile_m and op.rows_per_group > 0:
         flops *= math.ceil(op.rows_per_group / path.tile_m) * path.tile_m / op.rows_per_group

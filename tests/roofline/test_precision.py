@@ -33,3 +33,9 @@ def test_bytes_per_parameter_include_scale_factors():
     assert BYTES_PER_PARAM["nvfp4"] == 0.5 + 1 / 16
     assert BYTES_PER_PARAM["mxfp4"] == 0.5 + 1 / 32
     assert BYTES_PER_PARAM["bf16"] == 2 * BYTES_PER_PARAM["fp8"] - 2 * 4 / 128**2
+
+
+def test_mxfp4_on_blackwell_runs_at_the_fp8_rate_of_its_mxfp8_activations():
+    """No engine quantizes activations to FP4 for an MXFP4 checkpoint (TRT-LLM #6908, SGLang)."""
+    for hw in ("b200", "gb300-nvl72", "rtx-pro-6000"):
+        assert gemm_rate_key("mxfp4", get_hardware(hw), "x") == "fp8"

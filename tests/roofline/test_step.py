@@ -144,3 +144,28 @@ def test_engine_kernels_come_between_overrides_and_the_architecture_default():
     assert select("sm_120", "moe_gemm", "fp8", engine=trtllm).name == "triton-fused-moe-sm120"  # format-keyed
     what_if = {"moe_gemm": "triton-fused-moe-sm120"}
     assert select("sm_120", "moe_gemv", "mxfp4", what_if, trtllm).name == "triton-fused-moe-sm120"
+
+
+def _moe_time(inst, b):
+    return sum(o.time_s for o in step_cost(inst, b).ops if o.name == "moe.experts")
+
+
+def test_a_path_with_its_own_math_rate_prices_at_that_peak():
+    """vLLM's SM100 MXFP4 x BF16 MoE (vllm #23008) at half the MXFP8 path's rate on a compute-bound
+    prefill; the FlashMLA sparse decode dequantizes FP8 KV to BF16, so FP8 attention is no faster."""
+    inst = make_instance("gpt-oss-120b", "b200", gpus=1, tp=1, ep=1, dense="bf16", moe="mxfp4")
+    vllm = inst.model_copy(
+        update={
+            "runtime": inst.runtime.model_copy(
+                update={"engine_kernels": {"moe_gemm:mxfp4": "flashinfer-mxfp4-bf16-grouped-sm100"}}
+            )
+        }
+    )
+    b = StepBatch.prefill([(16384, 0)])
+    assert _moe_time(vllm, b) == pytest.approx(2 * _moe_time(inst, b), rel=0.05)
+    assert KERNELS["dsa-sparse-sm100"].math == "bf16"
+    assert KERNELS["flashmla-sparse-sm90"].math == "bf16"
+    dec = StepBatch.decode(64, 32768)
+    bf16 = make_instance("deepseek-v3.2", "h200-sxm")
+    fp8 = make_instance("deepseek-v3.2", "h200-sxm", attention="fp8", kv_cache="fp8")
+    assert _cat(step_cost(fp8, dec), "attention.decode") >= 0.9 * _cat(step_cost(bf16, dec), "attention.decode")
