@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from roofline.deployment import Parallelism
+from roofline.kernels import ARCH_FAMILY
 
 
 class _Strict(BaseModel):
@@ -211,7 +212,9 @@ class EngineProfile(_Strict):
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
     def for_arch(self, arch: str) -> EngineProfile:
-        over = self.arch.get(arch)
+        """The profile on `arch`: its own entry, else its family's (sm_103 runs sm_100's kernels:
+        roofline.kernels.ARCH_FAMILY)."""
+        over = self.arch.get(arch) or self.arch.get(ARCH_FAMILY.get(arch, arch))
         if over is None:
             return self
         return self.model_copy(update={k: v for k, v in over if v is not None})
