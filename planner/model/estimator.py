@@ -40,12 +40,13 @@ from planner.model.steps import (
 )
 from roofline.errors import KVCacheCapacityError, PlannerError
 from roofline.memory import kv_needed_tokens
+from simulator.config import SimConfig
 
 RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
 ITERATIONS = 60
 
 
-def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float, cohorts: bool) -> Metrics:
     """vLLM / TRT-LLM: every step runs the decodes and prefill chunks together within the token
     budget. At a mean decode batch b, each step emits b x (tokens per step) tokens, and every
     osl - 1 of them finish a request whose isl prompt tokens must be prefilled: c = b tps isl /
@@ -75,10 +76,11 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
             b = free * (osl - 1) / (tps * isl)
             c, dec_tokens, limit = free, b * (1 + drafts(pool)), "whole prompts per step"
     # Prompts come whole: those that arrived during one step (Poisson, c / isl per step) are
-    # prefilled together in the next, as far as the free budget goes. A share p of the steps
+    # prefilled together in the next, as far as the free budget goes; in cohorts (a saturated run
+    # of fixed lengths, `cohort_batches`) every prefill step is full. A share p of the steps
     # carries g prefill tokens; the others are plain decode steps.
     lam = c / max(isl, 1)
-    g = min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
+    g = free if cohorts else min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
     # Attention-DP ranks step together at the busiest one's share: a prompt sits on one rank and
     # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
     dp = pool.parallel.dp_attention
@@ -100,11 +102,11 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     return m
 
 
-def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False) -> Metrics:
     pool = dep.first("aggregated")
     assert pool is not None
     if pool.instance.runtime.scheduler == "mixed":
-        return _mixed(dep, pool, isl, osl, kv_len, b)
+        return _mixed(dep, pool, isl, osl, kv_len, b, cohorts)
     t_d = decode_time(pool, b, kv_len)
     max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
     x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
@@ -112,11 +114,17 @@ def _aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) ->
     for _ in range(ITERATIONS):
         # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
         # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
-        # holds lam / (1 - e^-lam) of them on average.
+        # holds lam / (1 - e^-lam) of them on average, and a cycle carries one with chance
+        # 1 - e^-lam; in cohorts (`cohort_batches`) every prefill is a full batch, lam / nb of the cycles.
         lam = x * (t_d + t_p)
-        nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
-        step_p, done = prefill_step(pool, isl, nb)
-        t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
+        if cohorts:
+            nb = max_nb
+            step_p, done = prefill_step(pool, isl, nb)
+            t_p = step_p.time_s * min(lam / done, 1.0)
+        else:
+            nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
+            step_p, done = prefill_step(pool, isl, nb)
+            t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
         rho = min(x * step_p.time_s / done, RHO_MAX)
         tpot = t_d / tokens_per_step(pool) / (1 - rho)
         decode_s = (osl - 1) * tpot
@@ -149,13 +157,17 @@ def max_batch(dep: Deployment, isl: int, osl: int) -> int:
     return max(decode_capacity(_decode_pool(dep), isl + osl), 0)
 
 
-def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float) -> Metrics:
-    """Every figure at a mean decode batch per instance (clipped to the KV capacity)."""
+def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float, cohorts: bool = False) -> Metrics:
+    """Every figure at a mean decode batch per instance (clipped to the KV capacity); `cohorts`:
+    an aggregated instance's prompts come in full batches (`cohort_batches`), not Poisson."""
     cap = max_batch(dep, isl, osl)
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
-    m = (_aggregated if dep.first("aggregated") else disaggregated)(dep, isl, osl, kv_len, b)
+    if dep.first("aggregated"):
+        m = _aggregated(dep, isl, osl, kv_len, b, cohorts)
+    else:
+        m = disaggregated(dep, isl, osl, kv_len, b)
     add_request_overhead(m, request_overhead_s(dep), osl)
     if b >= cap and not m.limit:
         m.limit = "decode KV capacity"
@@ -192,14 +204,16 @@ def estimate_deployment(
     kv_len: float,
     concurrency: float | None = None,
     rate: float | None = None,
+    cohorts: bool = True,
 ) -> Metrics:
     """The steady state under a closed loop (total `concurrency`), an open loop (`rate`
-    requests/s) or, with neither, saturation (the decode pool full)."""
+    requests/s) or, with neither, saturation (the decode pool full; `cohorts`: prompts in full
+    batches, `cohort_batches`)."""
     cap = max_batch(dep, isl, osl)
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     if concurrency is None and rate is None:  # offline benchmarks run in process: no serving path
-        m = point(dep.without_serving_path(), isl, osl, kv_len, cap)
+        m = point(dep.without_serving_path(), isl, osl, kv_len, cap, cohorts)
         m.assumed.append(f"traffic: saturated ({cap} sequences per instance: the KV pool or the running limit)")
         return m
     if rate is not None:
@@ -219,6 +233,27 @@ def estimate_deployment(
         m.e2e_s = m.ttft_s + decode_s
         m.concurrency = concurrency
     return m
+
+
+def cohort_batches(cfg: SimConfig | None) -> bool:
+    """Whether a saturated (offline) run of this `simulation` section prefills its prompts in full
+    batches. An offline benchmark (trtllm-bench, `vllm bench throughput`, SGLang's offline engine)
+    queues every request at once: the first steps fill the token budget with whole prompts, and the
+    requests of one step decode in lockstep, so with outputs of one length they finish in the same
+    step and the prompts that replace them fill one step again. The cohorts last the whole run: every
+    prefill step is full, and under attention DP every rank prefills in the same steps (a rank's
+    prompt stalls the others once per cohort, not once per prompt). Outputs of spread lengths (a
+    distribution or a trace) finish at spread steps, and their replacements come as a stream, priced
+    as Poisson. The simulator's saturated closed loop, started at once, shows the same
+    (`planner.model.simulate`)."""
+    if cfg is None:
+        return True
+    if cfg.trace is not None:
+        return False
+    d = cfg.output_len
+    if d is None or d.kind == "fixed":
+        return True
+    return (d.kind == "normal" and d.std == 0) or (d.kind == "uniform" and d.min == d.max)
 
 
 def estimate_prefill(res: Resolved) -> Metrics:
@@ -261,7 +296,7 @@ def estimate(res: Resolved, concurrency: float | None = None) -> Metrics:
         return estimate_decode(res, concurrency)
     conc = concurrency if concurrency is not None else res.concurrency
     rate = None if concurrency is not None else res.request_rate
-    m = estimate_deployment(res.deployment, res.isl, res.osl, res.kv_len, conc, rate)
+    m = estimate_deployment(res.deployment, res.isl, res.osl, res.kv_len, conc, rate, cohort_batches(res.simulation))
     m.assumed = list(res.assumed) + m.assumed
     return m
 

@@ -1,6 +1,8 @@
 """Run the simulator on a resolved scenario: pools from its `Deployment`, traffic from its
 workload and `simulation:` section. The estimator seeds the closed-loop ramp (clients start
-spread over one estimated E2E, as independent users would).
+spread over one estimated E2E, as independent users would; a saturated offline run starts them
+all at once when its outputs are of one length, as the offline benchmarks queue every request at
+the start).
 
 One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
 verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
@@ -29,7 +31,7 @@ from pydantic import ValidationError
 
 from planner.inputs.edge import format_validation_error
 from planner.model.defaults import Resolved
-from planner.model.estimator import estimate
+from planner.model.estimator import cohort_batches, estimate
 from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
@@ -109,8 +111,12 @@ def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any) -> Si
 def _saturated(res: Resolved) -> Resolved:
     """No traffic stated: an offline, saturated run (README, shared/validation/README.md), simulated
     as a closed loop holding as many requests as the estimator's saturated point keeps in flight
-    (the decode pool full: the KV pool or the engine's running limit). The offline benchmarks
-    (trtllm-bench, `vllm bench throughput`, SGLang's offline engine) run in process: no serving path."""
+    (the decode pool full: the KV pool or the engine's running limit). With outputs of one length every
+    client starts at once, as the offline benchmarks queue every request at the start, and the cohorts
+    that forms last the run (`planner.model.estimator.cohort_batches`, which the estimate prices); spread
+    outputs dissolve them into a stream within a few rounds, so those clients start spread like any
+    closed loop's and the measured window is that stream. The offline benchmarks (trtllm-bench, `vllm
+    bench throughput`, SGLang's offline engine) run in process: no serving path."""
     res = res.in_process()
     n = max(1, round(estimate(res).concurrency))
     note = f"traffic: saturated, simulated as a closed loop of {n} requests in flight (the decode pool full)"
@@ -131,7 +137,8 @@ def _in_flight(res: Resolved) -> float:
 def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConfig, bool]:
     """(the resolved scenario to run, its configuration, whether the request count is fixed)."""
     cfg = given or res.simulation or SimConfig()
-    if res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None:
+    offline = res.concurrency is None and res.request_rate is None and cfg.arrival is None and cfg.trace is None
+    if offline:
         res = _saturated(res)
     stated = cfg.model_fields_set
     fixed = "requests" in stated or cfg.trace is not None
@@ -142,7 +149,9 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         update["warmup_fraction"] = WARMUP_FRACTION
-    if cfg.closed_loop_ramp_s is None and res.request_rate is None:
+    if cfg.closed_loop_ramp_s is None and offline and cohort_batches(cfg):
+        update["closed_loop_ramp_s"] = 0.0  # an offline benchmark queues every request at once
+    elif cfg.closed_loop_ramp_s is None and res.request_rate is None:
         try:
             ramp = estimate(res).e2e_s
         except PlannerError:

@@ -56,6 +56,35 @@ def simulated_value(metric: str, res: Resolved, client: str = "sglang-bench-serv
     return float(v)
 
 
+OFFLINE_CLIENTS = ("trtllm-bench",)  # clients whose run without a concurrency enqueues the whole dataset at once
+
+
+def offline_requests(res: Resolved, client: str | None) -> int | None:
+    """The dataset size of an offline benchmark run, when the anchor states one: no concurrency or
+    rate, an offline client (`trtllm-bench throughput` without `--concurrency`), and the run's
+    request count in its `simulation` section. None: the run is read as a steady state."""
+    sim = res.simulation
+    if res.concurrency or res.request_rate or client not in OFFLINE_CLIENTS or sim is None:
+        return None
+    return sim.requests if "requests" in sim.model_fields_set else None
+
+
+def simulated_offline(metric: str, res: Resolved, client: str, requests: int) -> float:
+    """An offline benchmark run as the client runs it: the whole dataset of `requests` enqueued at
+    once (a closed loop of that many clients started together, so the engine's own limits, its KV
+    pool and running-request limit, admit what they can and the rest wait), in process, every
+    request counted and the throughput over the run's whole span, from the first enqueue to the
+    last completion (trtllm-bench's reporting: output tokens / total latency, so the ramp-up and
+    the drain of a run of a few thousand requests are in it)."""
+    res = replace(driven_by(res, client), concurrency=float(requests), request_rate=None)
+    cfg = client_config(requests, num_prompts=requests, client=client, given=res.simulation)
+    _, m = run_simulation(res, cfg, extend=False)
+    v = m.get(metric)
+    if not isinstance(v, int | float):
+        raise PlannerError(f"offline run: the simulation produced no {metric}")
+    return float(v)
+
+
 def simulated_max_users(res: Resolved, slo: SLOSpec, start: int, client: str, limit: int = 4096) -> int:
     """The largest total concurrency whose simulated mean TTFT/TPOT/E2E meet `slo` (the anchor's
     `simulation` settings, else the benchmark client's closed loop: what `simulated_value` runs

@@ -25,10 +25,17 @@ from planner.inputs import trtllm_bench
 from planner.inputs.benchmarks import PRESETS, client_for
 from planner.inputs.edge import check_tree, format_validation_error, one_line
 from planner.inputs.scenario import Scenario, ScenarioError, load_yaml, parse_as
+from planner.model.defaults import Resolved
 from planner.model.estimator import estimate, max_users_at_slo
 from planner.model.metrics import Metrics
 from planner.search import mtp_choice
-from planner.search.anchor_sim import SIMULATED, simulated_max_users, simulated_value
+from planner.search.anchor_sim import (
+    SIMULATED,
+    offline_requests,
+    simulated_max_users,
+    simulated_offline,
+    simulated_value,
+)
 from planner.search.anchor_units import LATENCY_METRICS, THROUGHPUT_METRICS, unit_error
 from planner.search.loadgen import CLIENT as LOADGEN
 from planner.search.loadgen import LoadGenRun
@@ -259,12 +266,27 @@ def _predict_default(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
             "estimate",
             [*res.assumed, f"throughput at {users} users, the most meeting the slo"],
         )
-    if a.phase == "end-to-end" and a.metric in SIMULATED and (res.concurrency or res.request_rate):
-        client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
-        return simulated_value(a.metric, res, client, a.statistic), "simulate", res.assumed
+    simulated = _simulated(a, res)
+    if simulated is not None:
+        return simulated
     median = a.statistic == "median" and a.metric in LATENCY_METRICS
     notes = [f"{a.metric}: the estimate's mean stands for the published median"] if median else []
     return metric_value(a.metric, estimate(res)), "estimate", [*res.assumed, *notes]
+
+
+def _simulated(a: Anchor, res: Resolved) -> tuple[float, str, list[str]] | None:
+    """An end-to-end anchor the simulation answers: an offline run of a stated size (the client's whole
+    dataset at once, `anchor_sim.simulated_offline`), or a metric at the anchor's concurrency or rate."""
+    if a.phase != "end-to-end":
+        return None
+    requests = offline_requests(res, a.client)
+    if a.metric in THROUGHPUT_METRICS and requests:
+        notes = [f"traffic: an offline run of {requests:,} requests enqueued at once ({a.client}), whole span"]
+        return simulated_offline(a.metric, res, a.client or "", requests), "simulate", [*res.assumed, *notes]
+    if a.metric in SIMULATED and (res.concurrency or res.request_rate):
+        client = client_for(a.engine if a.engine != "unknown" else "other", a.client)
+        return simulated_value(a.metric, res, client, a.statistic), "simulate", res.assumed
+    return None
 
 
 def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]:

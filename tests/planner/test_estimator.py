@@ -63,3 +63,18 @@ def test_max_users_at_slo_is_monotone_in_the_target():
 def test_an_impossible_slo_serves_nobody():
     users, _ = max_users_at_slo(_res(AGG), None, 0.01, None)
     assert users == 0
+
+
+def test_saturated_prompts_come_in_cohorts_only_with_outputs_of_one_length():
+    """An offline run's requests finish together only when their outputs are of one length; spread
+    outputs (a distribution other than a point, a trace) replace them as a stream."""
+    from planner.model.estimator import cohort_batches
+    from simulator import SimConfig
+
+    assert cohort_batches(None)
+    assert cohort_batches(SimConfig())
+    assert cohort_batches(SimConfig.model_validate({"output_len": {"kind": "fixed", "value": 100}}))
+    assert cohort_batches(SimConfig.model_validate({"output_len": {"kind": "uniform", "min": 9, "max": 9}}))
+    assert cohort_batches(SimConfig.model_validate({"input_len": {"kind": "lognormal", "mean": 900, "sigma": 0.5}}))
+    assert not cohort_batches(SimConfig.model_validate({"output_len": {"kind": "uniform", "min": 90, "max": 110}}))
+    assert not cohort_batches(SimConfig.model_validate({"output_len": {"kind": "eos", "mean": 1300, "max": 10240}}))

@@ -96,3 +96,24 @@ def test_an_anchor_run_with_trtllm_bench_fills_only_the_limits_it_does_not_state
     r2 = predict_anchor(both, PUBLIC)
     assert not _said(r2)
     assert r2.predicted != r.predicted
+
+
+def test_an_offline_run_of_a_stated_size_is_simulated_whole():
+    """trtllm-bench throughput without --concurrency enqueues its whole dataset at once and reports output
+    tokens over the run's whole span (ramp-up and drain included). The overview states the dataset size
+    per ISL/OSL (3000 requests at 1024/1024): such a cell is simulated as that run; without a stated size
+    it is the saturated steady state (the estimate). DeepSeek-R1 FP8 on 8 H200 (DEP8) at 1024/1024 holds
+    about 3000 requests at once, so the run is one wave that ramps up through 375 prefill steps and
+    drains: its throughput is below the steady state's."""
+    a = _overview("trtllm-perf-deepseek-v3-h200-sxm-dep8-fp8-1024-1024")
+    assert a["simulation"] == {"requests": 3000}
+    whole = predict_anchor(a, PUBLIC)
+    assert whole.method == "simulate"
+    assert any("an offline run of 3,000 requests enqueued at once" in n for n in whole.assumed)
+    steady = copy.deepcopy(a)
+    del steady["simulation"]
+    est = predict_anchor(steady, PUBLIC)
+    assert est.method == "estimate"
+    assert whole.predicted is not None
+    assert est.predicted is not None
+    assert 0.75 * est.predicted < whole.predicted < 0.95 * est.predicted
