@@ -196,9 +196,18 @@ def _best(
     q: Question, cons: dict[str, dict[str, int]], facts: dict[str, Any], metric: str, stated: dict[str, str]
 ) -> tuple[Point | None, str]:
     """The best deployment at the resolved precision; if none fits, at the best of the other mixes
-    the hardware runs (`planner.search.space.precisions`) that keep every stated precision part."""
+    the hardware runs (`planner.search.space.precisions`) that keep every stated precision part. A KV
+    cache dtype the source leaves unknown is a launch flag (`--kv-cache-dtype fp8`), so it is searched
+    like the layout: the FP8 cache where it does better for the metric than the engine's default."""
     best = _best_at(q, cons, facts["precision"], metric)
     if best is not None:
+        prec = facts["precision"]
+        if "kv_cache" not in stated and prec.kv_cache != "fp8":
+            fp8 = prec.model_copy(update={"kv_cache": "fp8"})
+            p = _best_at(q, cons, fp8, metric)
+            if p is not None and _objective(metric, p) > _objective(metric, best):
+                goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
+                return p, f"precision: searched (kv_cache unknown; FP8 KV for the {goal}): {_label(fp8)}"
         return best, ""
     m, hw = get_model(q.model), get_hardware(q.hardware)
     note = ""

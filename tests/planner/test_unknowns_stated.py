@@ -123,3 +123,28 @@ def test_a_decode_anchor_keeps_the_stated_aggregated_instance():
     )
     (pool,) = res.deployment.pools
     assert (pool.parallel.gpus, pool.parallel.tp, pool.parallel.dp_attention) == (4, 4, 1)
+
+
+def _gpt_oss(kv: str, metric: str = "output_tok_s_per_gpu"):
+    data = {
+        "model": "gpt-oss-120b",
+        "hardware": "b200",
+        "engine": "trtllm",
+        "deployment": {"aggregated": _pool()},
+        "precision": {"kv_cache": kv},
+        "workload": {"isl": 5000, "osl": 1300},
+    }
+    return resolve_any(Scenario.model_validate(data), None, metric)
+
+
+def test_an_unknown_kv_cache_dtype_is_searched_with_an_unknown_layout():
+    """gpt-oss-120b's checkpoint has no ModelOpt KV quantization, so TensorRT-LLM's default KV cache is
+    BF16; with the layout unknown, the KV dtype (a launch flag) is searched like it, as `planner plan`
+    searches it: FP8 holds twice the sequences, so a saturated run reads more tokens per GPU with it.
+    A stated KV dtype is kept."""
+    searched = _gpt_oss(U)
+    assert all(p.instance.precision.kv_cache == "fp8" for p in searched.deployment.pools)
+    assert any(n.startswith("precision: searched (kv_cache unknown") for n in searched.assumed)
+    stated = _gpt_oss("bf16")
+    assert all(p.instance.precision.kv_cache == "bf16" for p in stated.deployment.pools)
+    assert not any(n.startswith("precision: searched") for n in stated.assumed)
