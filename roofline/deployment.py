@@ -82,9 +82,14 @@ class RuntimeOptions(StrictModel):
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
     # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
     # layers and full layers). "window": sliding layers keep only their window, the rest holds full
-    # context (SGLang's SWA pool, vLLM's hybrid allocator). "equal": every window size gets the same
+    # context (vLLM's hybrid allocator). "equal": every window size gets the same
     # share of the pool (TRT-LLM's default), so full-context capacity is as if every layer were full.
-    kv_window_shares: Literal["window", "equal"] = "window"
+    # "ratio" (SGLang): the sliding layers' pool holds `swa_full_tokens_ratio` tokens per token of the
+    # full layers' pool, both sized together from the same memory (model_runner_kv_cache_mixin.py
+    # set_num_tokens_hybrid_swa), so a full-context token costs its full layers plus that share of its
+    # sliding layers.
+    kv_window_shares: Literal["window", "equal", "ratio"] = "window"
+    swa_full_tokens_ratio: float | None = Field(default=None, gt=0, le=1)
     pdl: bool = False  # programmatic dependent launch: next kernel's launch/prologue overlaps
     # Idle time between kernels of a replayed CUDA graph. Measured on the H200: the runtime engine's
     # 11,033-kernel decode step replays in 25.43 ms against 25.25 ms of kernel time, 0.02 us per kernel

@@ -92,13 +92,19 @@ def _kv_layout(inst: InstanceSpec, kv_heads: int | None) -> tuple[float, float]:
     the full layers' share holds as many tokens as a pool where every layer keeps full context
     (kvCacheManager.cpp `calculateMaxNumBlocks`: "allocating identical number of blocks for all
     layers"; TRTLLM_WINDOW_SIZE_SHARES overrides it, TensorRT-LLM PR #7923). The sliding layers'
-    share then holds far more than their windows, so no fixed per-sequence part is left over."""
+    share then holds far more than their windows, so no fixed per-sequence part is left over. With
+    SGLang's ratio (`swa_full_tokens_ratio`, 0.8 by default) the sliding layers' pool holds r tokens per
+    full-layer token, sized from the same memory: a token costs its full layers plus r of its sliding
+    layers (model_runner_kv_cache_mixin.py `set_num_tokens_hybrid_swa`); that pool outlasts the windows
+    it serves (r x the full pool's tokens against a window per sequence), so it is not a separate limit."""
     m, p, fmt = inst.model, inst.parallel, inst.precision.kv_cache
     kv_tok = kv_bytes_per_token(m, fmt, kv_heads)
     win = window_bytes_per_seq(m, fmt, kv_heads)
     a = m.attention
-    if inst.runtime.kv_window_shares == "equal" and isinstance(a, GQAAttention) and 0 < a.sliding_layers < m.num_layers:
-        kv_tok *= m.num_layers / (m.num_layers - a.sliding_layers)
+    shares, ratio = inst.runtime.kv_window_shares, inst.runtime.swa_full_tokens_ratio
+    if shares in ("equal", "ratio") and isinstance(a, GQAAttention) and 0 < a.sliding_layers < m.num_layers:
+        sliding_share = 1.0 if shares == "equal" else (ratio or 0.0)
+        kv_tok *= 1 + sliding_share * a.sliding_layers / (m.num_layers - a.sliding_layers)
         win = 0.0
     kv_tok /= p.pp
     if inst.mtp:

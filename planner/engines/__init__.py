@@ -120,6 +120,7 @@ def runtime_options(
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
         **_backend(p, engine, stated.pop("backend", None), say),
         kv_window_shares=p.kv_window_shares.value if p.kv_window_shares else "window",
+        swa_full_tokens_ratio=p.kv_window_shares.ratio if p.kv_window_shares else None,
         request_overhead_s=p.request_overhead_ms.value * 1e-3,
         disagg_first_token_after_step=p.disagg_first_token_after_step.value,
         disagg_kv_handoff=p.disagg_kv_handoff.value,

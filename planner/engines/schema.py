@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from roofline.deployment import Parallelism
 from roofline.kernels import ARCH_FAMILY
@@ -61,8 +61,16 @@ class SHandoff(_Strict):
 
 
 class SWindowShares(_Strict):
-    value: Literal["window", "equal"]
+    value: Literal["window", "equal", "ratio"]
     source: str
+    # "ratio" (SGLang's hybrid-SWA pool): sliding-window layers hold this many tokens per full-layer token
+    ratio: float | None = Field(default=None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ratio_given(self) -> SWindowShares:
+        if (self.value == "ratio") != (self.ratio is not None):
+            raise ValueError("kv_window_shares: `ratio` is given with value ratio, and only then")
+        return self
 
 
 class ADPBalanceDefaults(_Strict):

@@ -44,10 +44,12 @@ def test_stated_fraction_wins_and_other_engines_keep_theirs() -> None:
 
 def test_trtllm_splits_the_kv_pool_equally_between_window_sizes() -> None:
     """TRT-LLM's KV cache manager gives every attention-window size the same share by default;
-    SGLang and vLLM keep only the window on sliding layers."""
+    SGLang sizes its sliding-window pool at 0.8 tokens per full-layer token (swa_full_tokens_ratio);
+    vLLM keeps only the window on sliding layers."""
     hw, par = get_hardware("h200-sxm"), Parallelism(gpus=1)
     assert runtime_options("trtllm", "aggregated", par, hw).kv_window_shares == "equal"
-    assert runtime_options("sglang", "aggregated", par, hw).kv_window_shares == "window"
+    sglang = runtime_options("sglang", "aggregated", par, hw)
+    assert (sglang.kv_window_shares, sglang.swa_full_tokens_ratio) == ("ratio", 0.8)
     assert runtime_options("vllm", "aggregated", par, hw).kv_window_shares == "window"
 
 

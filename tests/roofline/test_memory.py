@@ -69,3 +69,17 @@ def test_equal_window_shares_hold_gpt_oss_as_if_every_layer_were_full():
     assert equal.kv_pool_bytes == window.kv_pool_bytes
     assert equal.max_seqs(2000) == int(equal.kv_pool_bytes // (all_full * 2000))
     assert window.max_seqs(2000) > 1.8 * equal.max_seqs(2000)
+
+
+def test_sglang_ratio_sizes_gpt_oss_tokens_at_its_full_layers_plus_a_share_of_its_sliding_layers():
+    """SGLang solves full_tokens = memory / (F n_full + r S n_swa) with r = swa_full_tokens_ratio 0.8
+    (model_runner_kv_cache_mixin.py): gpt-oss's 18 full and 18 sliding layers of one size make a token
+    cost 1.8 full-layer tokens, between the window-only reading (1.0 plus a window) and TRT-LLM's equal
+    shares (2.0)."""
+    inst = make_instance("gpt-oss-120b", gpus=1, tp=1, ep=1, dense="bf16", moe="mxfp4")
+    ratio = plan_memory(
+        inst.model_copy(update={"runtime": RuntimeOptions(kv_window_shares="ratio", swa_full_tokens_ratio=0.8)})
+    )
+    equal = plan_memory(inst.model_copy(update={"runtime": RuntimeOptions(kv_window_shares="equal")}))
+    assert ratio.kv_bytes_per_token == pytest.approx(equal.kv_bytes_per_token * 1.8 / 2.0)
+    assert ratio.window_bytes_per_seq == 0.0
