@@ -10,7 +10,7 @@ spread as LoadGen's samples. Outputs have the log's mean (osl): the logs give no
 where the reference harness generates until the answer ends (gpt-oss-120b: EOS or max_output_len 10240),
 `simulation.output_len` says so (`kind: eos` with the log's mean and that max, the one-parameter law of a
 length with a known mean), so the outputs are spread as the run's are (a saturated run's prompts then come
-as a stream, `planner.model.estimator.cohort_batches`); llama3.1-8b's outputs run to their 128-token cap
+as a stream, `planner.model.aggregated.cohort_batches`); llama3.1-8b's outputs run to their 128-token cap
 (the log's mean, 129, is at it) and stay fixed. Where the dataset publishes each sample's reference output
 length (deepseek-r1's tok_ref_output_len), both lengths instead resample the dataset's (input, output) rows
 together from a copy of that table (validation/public/data/), outputs cut at the benchmark's max output:

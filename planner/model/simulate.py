@@ -30,8 +30,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from planner.inputs.edge import format_validation_error
+from planner.model.aggregated import cohort_batches
 from planner.model.defaults import Resolved
-from planner.model.estimator import cohort_batches, estimate
+from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
@@ -113,7 +114,7 @@ def _saturated(res: Resolved) -> Resolved:
     as a closed loop holding as many requests as the estimator's saturated point keeps in flight
     (the decode pool full: the KV pool or the engine's running limit). With outputs of one length every
     client starts at once, as the offline benchmarks queue every request at the start, and the cohorts
-    that forms last the run (`planner.model.estimator.cohort_batches`, which the estimate prices); spread
+    that forms last the run (`planner.model.aggregated.cohort_batches`, which the estimate prices); spread
     outputs dissolve them into a stream within a few rounds, so those clients start spread like any
     closed loop's and the measured window is that stream. The offline benchmarks (trtllm-bench, `vllm
     bench throughput`, SGLang's offline engine) run in process: no serving path."""

@@ -68,7 +68,7 @@ def test_an_impossible_slo_serves_nobody():
 def test_saturated_prompts_come_in_cohorts_only_with_outputs_of_one_length():
     """An offline run's requests finish together only when their outputs are of one length; spread
     outputs (a distribution other than a point, a trace) replace them as a stream."""
-    from planner.model.estimator import cohort_batches
+    from planner.model.aggregated import cohort_batches
     from simulator import SimConfig
 
     assert cohort_batches(None)

@@ -132,7 +132,7 @@ def test_saturated_attention_dp_agrees_within_5_percent(base, isl, osl):
 
 # The same deployments with outputs of one length (the perf overview's `--output-stdev=0`): the offline
 # run queues every request at once, so its prompts come in cohorts that fill each prefill step on every
-# rank, and the cohorts last (`planner.model.estimator.cohort_batches`). The estimate prices full prefill
+# rank, and the cohorts last (`planner.model.aggregated.cohort_batches`). The estimate prices full prefill
 # steps and the simulation starts every client at once; before, the estimate priced a Poisson stream of
 # prompts on a saturated run of fixed lengths (Qwen3-235B B200 DEP4 32768/1024: 100 output tok/s per GPU
 # against the simulated 305 and the published 319).

@@ -1,0 +1,152 @@
+"""The steady state of an aggregated instance (prefill and decode on the same GPUs) at a mean decode
+batch, as `planner.model.estimator.point` prices it, and how a saturated run's prompts arrive.
+
+- prefill-first (SGLang): prefill batches stall decoding, so TPOT stretches by 1 / (1 - prefill
+  utilisation); requests arriving during a scheduling cycle are prefilled together;
+- mixed (vLLM, TRT-LLM): decodes and prefill chunks share each step within the token budget
+  (planner/engines/*.yaml `scheduler`), so prefill lengthens every step instead of stalling.
+Prompts arrive as a Poisson stream, or in full batches when a saturated run of fixed output lengths
+keeps its cohorts (`cohort_batches`). It does not choose the batch (`planner.model.estimator`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.model.deployment import Deployment, Pool
+from planner.model.disaggregated import md1_wait
+from planner.model.metrics import Metrics
+from planner.model.steps import (
+    decode_step,
+    decode_time,
+    drafts,
+    memory,
+    mixed_step,
+    prefill_budget,
+    prefill_step,
+    tokens_per_step,
+)
+from simulator.config import SimConfig
+
+RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
+ITERATIONS = 60
+
+
+def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float, cohorts: bool) -> Metrics:
+    """vLLM / TRT-LLM: every step runs the decodes and prefill chunks together within the token
+    budget. At a mean decode batch b, each step emits b x (tokens per step) tokens, and every
+    osl - 1 of them finish a request whose isl prompt tokens must be prefilled: c = b tps isl /
+    (osl - 1) prefill tokens per step on average, whatever the step time, arriving as whole
+    prompts. A new prompt gets what the decodes leave of the budget each step, so its prefill
+    spans isl / (budget - decode tokens) steps. Without chunked prefill (TRT-LLM's default) a prompt
+    waits for a step with room for all of it, and a step takes only whole prompts."""
+    tps = tokens_per_step(pool)
+    dec_tokens = b * (1 + drafts(pool))
+    # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
+    budget = prefill_budget(pool) * pool.parallel.dp_attention * pool.parallel.pp
+    c = b * tps * isl / (osl - 1) if osl > 1 else float(budget)
+    limit = ""
+    if c + dec_tokens > budget:  # the budget cannot prefill as fast as decodes finish: fewer decodes
+        b = budget / (tps * isl / max(osl - 1, 1) + 1 + drafts(pool))
+        c, dec_tokens, limit = budget - b * (1 + drafts(pool)), b * (1 + drafts(pool)), "token budget per step"
+    free = max(budget - dec_tokens, 1.0)  # tokens a new prompt may take per step
+    if not pool.instance.runtime.chunked_prefill:  # whole prompts only (TRT-LLM's default)
+        dp_pp = pool.parallel.dp_attention * pool.parallel.pp
+        rank_budget = budget / dp_pp
+        if isl <= rank_budget and free / dp_pp < isl:  # no rank has room for a whole prompt: fewer decodes
+            b = (rank_budget - isl) * dp_pp / (1 + drafts(pool))
+            c, dec_tokens, limit = b * tps * isl / max(osl - 1, 1), b * (1 + drafts(pool)), "whole prompt per step"
+        whole = max(1, math.floor((budget - dec_tokens) / dp_pp / isl)) if isl <= rank_budget else 1
+        free = float(whole * isl * dp_pp)  # prompt tokens a step takes: whole prompts per rank
+        if c > free and osl > 1:  # decodes finish faster than whole prompts can follow them: fewer decodes
+            b = free * (osl - 1) / (tps * isl)
+            c, dec_tokens, limit = free, b * (1 + drafts(pool)), "whole prompts per step"
+    # Prompts come whole: those that arrived during one step (Poisson, c / isl per step) are
+    # prefilled together in the next, as far as the free budget goes; in cohorts (a saturated run
+    # of fixed lengths, `cohort_batches`) every prefill step is full. A share p of the steps
+    # carries g prefill tokens; the others are plain decode steps.
+    lam = c / max(isl, 1)
+    g = free if cohorts else min(free, (lam / -math.expm1(-lam) if lam > 1e-9 else 1.0) * isl)
+    # Attention-DP ranks step together at the busiest one's share: a prompt sits on one rank and
+    # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
+    dp = pool.parallel.dp_attention
+    busiest = min(free / dp, max(g / dp, min(isl, g)))
+    p = min(c / g, 1.0)
+    step = mixed_step(pool, b, kv_len, dp * busiest, isl)
+    t = p * step.time_s + (1 - p) * decode_time(pool, b, kv_len)
+    tpot = t / tps
+    decode_s = max(osl - 1, 0) * tpot
+    x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
+    rho = min(c / free, 0.999)
+    steps = math.ceil(isl / free)
+    ttft = t / 2 + steps * step.time_s + md1_wait(rho, step.time_s * isl / free)
+    n = pool.instances
+    m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
+    m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
+    m.decode_step, m.prefill_step = step, prefill_step(pool, isl, 1)[0]
+    m.memory = {"aggregated": memory(pool)}
+    return m
+
+
+def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False) -> Metrics:
+    pool = dep.first("aggregated")
+    assert pool is not None
+    if pool.instance.runtime.scheduler == "mixed":
+        return _mixed(dep, pool, isl, osl, kv_len, b, cohorts)
+    t_d = decode_time(pool, b, kv_len)
+    max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
+    x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
+    step_p, done = prefill_step(pool, isl, 1)
+    for _ in range(ITERATIONS):
+        # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
+        # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
+        # holds lam / (1 - e^-lam) of them on average, and a cycle carries one with chance
+        # 1 - e^-lam; in cohorts (`cohort_batches`) every prefill is a full batch, lam / nb of the cycles.
+        lam = x * (t_d + t_p)
+        if cohorts:
+            nb = max_nb
+            step_p, done = prefill_step(pool, isl, nb)
+            t_p = step_p.time_s * min(lam / done, 1.0)
+        else:
+            nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
+            step_p, done = prefill_step(pool, isl, nb)
+            t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
+        rho = min(x * step_p.time_s / done, RHO_MAX)
+        tpot = t_d / tokens_per_step(pool) / (1 - rho)
+        decode_s = (osl - 1) * tpot
+        x_new = b / decode_s if decode_s > 0 else RHO_MAX * done / step_p.time_s
+        x_new = min(x_new, RHO_MAX * done / step_p.time_s)
+        if abs(x_new - x) <= 1e-7 * x_new:
+            break
+        x = 0.5 * x + 0.5 * x_new
+    decode_s = max(osl - 1, 0) * tpot
+    wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
+    ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
+    n = pool.instances
+    m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
+    m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, x * decode_s if decode_s else b
+    m.limit = "prefill stalls decode" if rho >= RHO_MAX else ""
+    m.decode_step, m.prefill_step = decode_step(pool, b, kv_len), step_p
+    m.memory = {"aggregated": memory(pool)}
+    return m
+
+
+def cohort_batches(cfg: SimConfig | None) -> bool:
+    """Whether a saturated (offline) run of this `simulation` section prefills its prompts in full
+    batches. An offline benchmark (trtllm-bench, `vllm bench throughput`, SGLang's offline engine)
+    queues every request at once: the first steps fill the token budget with whole prompts, and the
+    requests of one step decode in lockstep, so with outputs of one length they finish in the same
+    step and the prompts that replace them fill one step again. The cohorts last the whole run: every
+    prefill step is full, and under attention DP every rank prefills in the same steps (a rank's
+    prompt stalls the others once per cohort, not once per prompt). Outputs of spread lengths (a
+    distribution or a trace) finish at spread steps, and their replacements come as a stream, priced
+    as Poisson. The simulator's saturated closed loop, started at once, shows the same
+    (`planner.model.simulate`)."""
+    if cfg is None:
+        return True
+    if cfg.trace is not None:
+        return False
+    d = cfg.output_len
+    if d is None or d.kind == "fixed":
+        return True
+    return (d.kind == "normal" and d.std == 0) or (d.kind == "uniform" and d.min == d.max)
