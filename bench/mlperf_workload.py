@@ -4,20 +4,16 @@
 A LoadGen log states the output tokens per sample (the anchors' osl) but not the input lengths. Each
 benchmark's dataset is fixed and public, so its input-token statistics are facts of the benchmark: this
 script sets every anchor's `workload.isl` to its dataset's mean input tokens and adds
-`simulation.input_len`, a lognormal with that mean and the dataset's standard deviation of ln(input tokens),
-so that a simulated anchor (a Server/Interactive TTFT or TPOT at the run's Poisson rate) draws prompts as
-spread as LoadGen's samples. Outputs have the log's mean (osl): the logs give no per-sample output lengths;
-where the reference harness generates until the answer ends (gpt-oss-120b: EOS or max_output_len 10240),
-`simulation.output_len` says so (`kind: eos` with the log's mean and that max, the one-parameter law of a
-length with a known mean), so the outputs are spread as the run's are (a saturated run's prompts then come
-as a stream, `planner.model.aggregated.cohort_batches`); llama3.1-8b's outputs run to their 128-token cap
-(the log's mean, 129, is at it) and stay fixed. Where the dataset publishes each sample's reference output
-length (deepseek-r1's tok_ref_output_len), both lengths instead resample the dataset's (input, output) rows
-together from a copy of that table (validation/public/data/), outputs cut at the benchmark's max output:
-LoadGen draws samples from the dataset, and the outputs' spread (cv 1.25) sets how long the sequences in
-flight are (`simulator.workload.in_flight_kv`). It rewrites the files in place (yaml.safe_dump at width 120
-reproduces them byte for byte) and is idempotent. It does not read any result or prediction, and it changes
-nothing else.
+`simulation.input_len`, a lognormal with that mean and the dataset's standard deviation of ln(input
+tokens), so that a simulated anchor (a Server/Interactive TTFT or TPOT at the run's Poisson rate) draws
+prompts as spread as LoadGen's samples. Outputs stay at the log's mean (osl): the logs give no per-sample
+output lengths. Where the dataset publishes each sample's reference output length (deepseek-r1's
+tok_ref_output_len), both lengths instead resample the dataset's (input, output) rows together from a
+copy of that table (validation/public/data/), outputs cut at the benchmark's max output: LoadGen draws
+samples from the dataset, and the outputs' spread (cv 1.25) sets how long the sequences in flight are
+(`simulator.workload.in_flight_kv`). It rewrites the files in place (yaml.safe_dump at width 120
+reproduces them byte for byte) and is idempotent. It does not read any result or prediction, and it
+changes nothing else.
 
 Usage: python bench/mlperf_workload.py
 """
@@ -85,12 +81,7 @@ FACTS: dict[str, dict[str, Any]] = {
         "min": 600,
         "max": 15330,
         "sigma": 0.446,
-        "output": (
-            f"reference mean output 1278.20 tokens, max_output_len 10240 ({REF}gpt-oss-120b/README.md, TEST09); "
-            "generation stops at the end of the answer (EOS) or at max_output_len, so outputs are spread"
-        ),
-        "max_output": 10240,
-        "stops_at_eos": True,
+        "output": (f"reference mean output 1278.20 tokens, max_output_len 10240 ({REF}gpt-oss-120b/README.md, TEST09)"),
     },
 }
 
@@ -141,15 +132,12 @@ def note(name: str) -> str:
     return head + f"input lengths lognormal, std of ln {f['sigma']}"
 
 
-def lengths(f: dict[str, Any], osl: float) -> dict[str, Any]:
-    """The `simulation` length fields for one benchmark's dataset facts (`osl`: the log's mean output)."""
+def lengths(f: dict[str, Any]) -> dict[str, Any]:
+    """The `simulation` length fields for one benchmark's dataset facts."""
     if "table" in f:
         row = {"kind": "empirical", "trace": f["table"], "format": "lengths"}
         return {"input_len": row, "output_len": {**row, "max": f["max_output"]}}
-    out: dict[str, Any] = {"input_len": {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}}
-    if f.get("stops_at_eos"):
-        out["output_len"] = {"kind": "eos", "mean": float(osl), "max": f["max_output"]}
-    return out
+    return {"input_len": {"kind": "lognormal", "mean": f["mean"], "sigma": f["sigma"]}}
 
 
 def benchmark(anchor: dict[str, Any]) -> str:
@@ -163,11 +151,7 @@ def apply(anchor: dict[str, Any]) -> dict[str, Any]:
     anchor["workload"]["isl"] = round(f["mean"])
     notes = str(anchor["notes"]).replace(OLD_NOTE, note(name))
     anchor["notes"] = notes.replace(LOGNORMAL_NOTE.format(f=f), note(name)) if "table" in f else notes
-    eos = f"; outputs stop at EOS (kind eos: mean osl, max {f.get('max_output')})"
-    if f.get("stops_at_eos") and eos not in anchor["notes"]:
-        lognormal = f"input lengths lognormal, std of ln {f['sigma']}"
-        anchor["notes"] = anchor["notes"].replace(lognormal, lognormal + eos, 1)
-    sim = {**(anchor.get("simulation") or {}), **lengths(f, anchor["workload"]["osl"])}
+    sim = {**(anchor.get("simulation") or {}), **lengths(f)}
     out: dict[str, Any] = {}
     for k, v in anchor.items():
         if k != "simulation":
