@@ -176,7 +176,11 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     con.print(t)
     for mode, front in a.fronts.items():
         if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
-            why = f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
+            why = (
+                f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
+                if a.scored
+                else "no deployment was scored: see the pruning reasons above"
+            )
             con.print(Text(f"Pareto front, {mode}: none ({why})", style="yellow"))
             continue
         ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user (TTFT within SLO)")

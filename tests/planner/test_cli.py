@@ -190,3 +190,13 @@ def test_an_empty_front_is_one_line_saying_why_not_an_empty_table():
     assert out.exit_code == 0, out.output
     assert "Pareto front, disaggregated: none (no disaggregated deployment within the question's GPUs" in out.output
     assert "Pareto front, aggregated (estimates)" in out.output
+
+
+def test_an_empty_front_with_nothing_scored_points_to_the_pruning_not_the_slo():
+    """Kimi K2 does not fit on 8 H100s: the fronts are empty because nothing was scored, not because of the SLO."""
+    args = ["plan", "--model", "kimi-k2", "--hardware", "h100-sxm", "--gpus", "8", "--workers", "1"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "weights do not fit" in out.output
+    assert "Pareto front, aggregated: none (no deployment was scored: see the pruning reasons above)" in out.output
+    assert "TTFT within the SLO)" not in out.output
