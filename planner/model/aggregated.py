@@ -97,15 +97,15 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
     max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
     x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
     step_p, done = prefill_step(pool, isl, 1)
+    full = prefill_step(pool, isl, max_nb) if cohorts else None  # every cohort prefill: one full batch
     for _ in range(ITERATIONS):
         # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
         # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
         # holds lam / (1 - e^-lam) of them on average, and a cycle carries one with chance
         # 1 - e^-lam; in cohorts (`cohort_batches`) every prefill is a full batch, lam / nb of the cycles.
         lam = x * (t_d + t_p)
-        if cohorts:
-            nb = max_nb
-            step_p, done = prefill_step(pool, isl, nb)
+        if full is not None:
+            step_p, done = full
             t_p = step_p.time_s * min(lam / done, 1.0)
         else:
             nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
