@@ -121,21 +121,37 @@ def sample_pairs(
 KV_DRAWS = 65_536  # length draws behind `in_flight_kv` (its sampling error is well under 1%)
 
 
+def _draws(cfg: SimConfig | None, isl: int, osl: int, base: Path | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """`KV_DRAWS` of `cfg`'s own (input, output) lengths (its seed; a `simulation.trace` gives its
+    rows); None when the lengths are fixed at isl and osl."""
+    if cfg is None or (cfg.input_len is None and cfg.output_len is None and cfg.trace is None):
+        return None
+    if cfg.trace is not None:
+        t = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
+        return t.isl, t.osl
+    return draw_lengths(cfg, KV_DRAWS, isl, osl, np.random.default_rng(cfg.seed), base, [])
+
+
 def in_flight_kv(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> float:
     """Mean KV length of the sequences in flight in steady state. A sequence of input I and output L
     is in flight for its L decode steps at contexts I..I+L, so the time average weights each by its
     length: sum L (I + L/2) / sum L. Fixed lengths give isl + osl/2; spread outputs give more (long
     outputs stay in flight longer: with DeepSeek-R1's MLPerf outputs, cv 1.25, about 1.8x). The draws
     are `cfg`'s own lengths (its seed; a `simulation.trace` replays its rows), `KV_DRAWS` of them."""
-    if cfg is None or (cfg.input_len is None and cfg.output_len is None and cfg.trace is None):
+    drawn = _draws(cfg, isl, osl, base)
+    if drawn is None:
         return isl + osl / 2
-    if cfg.trace is not None:
-        t = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
-        ii, oo = t.isl, t.osl
-    else:
-        ii, oo = draw_lengths(cfg, KV_DRAWS, isl, osl, np.random.default_rng(cfg.seed), base, [])
-    i, o = ii.astype(float), oo.astype(float)
+    i, o = drawn[0].astype(float), drawn[1].astype(float)
     return float(np.sum(o * (i + o / 2)) / np.sum(o))
+
+
+def longest_prompt(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> int:
+    """The longest prompt the workload sends: the longest of `cfg`'s `KV_DRAWS` input draws (or of its
+    trace's rows), isl when the lengths are fixed. An engine that schedules prompts only whole must be
+    launched with room for it (`planner.engines.runtime_options`), as trtllm-bench sizes its token
+    budget from the dataset's longest input (max_isl), not its mean."""
+    drawn = _draws(cfg, isl, osl, base)
+    return isl if drawn is None else max(isl, int(drawn[0].max()))
 
 
 def eos_stop_chance(mean: float, cap: int) -> float:

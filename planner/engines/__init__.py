@@ -75,8 +75,8 @@ def runtime_options(
     """RuntimeOptions for one pool: the engine profile for `hw.arch`, with `stated` values (a
     scenario's known `runtime:` fields, already validated) taking precedence. Profile values used
     for fields the scenario did not state are appended to `note` with their source. Given the
-    prompt length `isl`, an engine without chunked prefill gets a token budget that holds a whole
-    prompt beside its running requests (`_whole_prompt_budget`) unless the budget is stated."""
+    longest prompt `isl` the workload sends, an engine without chunked prefill gets a token budget that
+    holds it whole beside its running requests (`_whole_prompt_budget`) unless the budget is stated."""
     p = profile(engine).for_arch(hw.arch)
     stated = dict(stated or {})
     said = note if note is not None else []
@@ -141,11 +141,14 @@ def _whole_prompt_budget(
     chosen: dict[str, tuple[object, str]], stated: dict[str, object], role: str, isl: int, engine: str
 ) -> tuple[object, str]:
     """Without chunked prefill a prompt is scheduled only whole, beside the running requests' decode
-    tokens, so an engine launched for prompts of `isl` tokens needs a budget of at least isl plus its
-    running limit (a prefill server: isl): trtllm-bench forces max_num_tokens to max_isl +
-    max_batch_size when chunking is off (tensorrt_llm/bench/benchmark/utils/general.py get_settings), as
-    recipes do for long prompts (TRT-LLM tech blog 15: max_num_tokens 8576 for 8K prompts at batch 256;
-    AIConfigurator's benchmark rule isl + batch + 1500). A stated budget is kept as stated."""
+    tokens, and TRT-LLM refuses a prompt longer than max_num_tokens outright (tensorrt_llm/llmapi/llm.py
+    BaseLLM._check_arguments on the pytorch backend: 'The sum of prompt length ... should not exceed
+    max_num_tokens'), so an engine launched for prompts of up to `isl` tokens (the workload's longest)
+    needs a budget of at least isl plus its running limit (a prefill server: isl): trtllm-bench forces
+    max_num_tokens to the dataset's max_isl + max_batch_size when chunking is off
+    (tensorrt_llm/bench/benchmark/utils/general.py get_settings), as recipes do for long prompts
+    (TRT-LLM tech blog 15: max_num_tokens 8576 for 8K prompts at batch 256; AIConfigurator's benchmark
+    rule isl + batch + 1500). A stated budget is kept as stated."""
     budget = chosen["prefill_tokens_per_rank"]
     chunked = stated.get("chunked_prefill", chosen["chunked_prefill"][0])
     if chunked or "prefill_tokens_per_rank" in stated:
@@ -155,7 +158,7 @@ def _whole_prompt_budget(
     if need <= int(budget[0]):  # type: ignore[call-overload]
         return budget
     why = f"{engine} without chunked prefill needs room for a whole prompt beside its running requests"
-    return need, f"{why}: isl {isl} + running limit, the rule trtllm-bench applies (max_isl + max_batch_size)"
+    return need, f"{why}: longest prompt {isl} + running limit, as trtllm-bench sizes it (max_isl + max_batch_size)"
 
 
 def _backend(p: EngineProfile, engine: str, stated: object, say: _Tagged) -> dict[str, object]:

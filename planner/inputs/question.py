@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
-from simulator.workload import in_flight_kv
+from simulator.workload import in_flight_kv, longest_prompt
 
 MAX_PLAN_GPUS = 4608
 Objective = Literal["throughput-per-gpu", "gpus", "cost"]
@@ -54,6 +54,9 @@ class Question(StrictModel):
     # mean KV length in flight; None: isl + osl/2 (`in_flight_kv`); `build_question` sets it from
     # the `simulation:` lengths when they are spread
     kv_len: float | None = Field(default=None, gt=0)
+    # the longest prompt; None: isl (`simulator.workload.longest_prompt`); sizes the token budget of an
+    # engine that takes prompts only whole, as `with_context_in_flight` sets it from spread lengths
+    max_isl: int | None = Field(default=None, gt=0)
     checkpoint: str | None = Field(default=None, min_length=1)  # HF repo id or path the launch commands load
 
     def in_flight_kv(self) -> float:
@@ -121,13 +124,20 @@ def build_question(
 
 
 def with_context_in_flight(q: Question) -> Question:
-    """`q` with `kv_len` taken from its own `simulation:` lengths (`simulator.workload.in_flight_kv`,
-    trace paths read as the simulation reads them) unless stated, so the estimates that rank the
-    candidates price the context the verifying simulation will hold. Unchanged for fixed lengths."""
-    if q.kv_len is not None or q.simulation is None:
+    """`q` with `kv_len` and `max_isl` taken from its own `simulation:` lengths
+    (`simulator.workload.in_flight_kv`, `longest_prompt`; trace paths read as the simulation reads them)
+    unless stated, so the estimates that rank the candidates price the context the verifying simulation
+    will hold, on engines launched for its longest prompt. Unchanged for fixed lengths."""
+    if q.simulation is None:
         return q
+    update: dict[str, float | int] = {}
     kv = in_flight_kv(q.simulation, q.isl, q.osl)
-    return q if kv == q.isl + q.osl / 2 else q.model_copy(update={"kv_len": kv})
+    if q.kv_len is None and kv != q.isl + q.osl / 2:
+        update["kv_len"] = kv
+    longest = longest_prompt(q.simulation, q.isl, q.osl)
+    if q.max_isl is None and longest != q.isl:
+        update["max_isl"] = longest
+    return q.model_copy(update=update) if update else q
 
 
 def parse_question(data: object, where: str = "question") -> Question:

@@ -21,7 +21,7 @@ from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttent
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
 from simulator.config import SimConfig
-from simulator.workload import in_flight_kv
+from simulator.workload import in_flight_kv, longest_prompt
 
 DEFAULT_ISL = DEFAULT_OSL = 1024  # the 1k/1k point SGLang, TRT-LLM and InferenceMAX publish first
 
@@ -199,13 +199,15 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         note.append("engine: unknown; SGLang's defaults stand in, without a serving path (planner/engines/other.yaml)")
     prec = _precision(s, m, note)
     mtp = _mtp(s, m, note)
+    sim = anchored(s.simulation, base_dir)
+    longest = longest_prompt(sim, int(isl), int(osl))  # what an engine that takes prompts only whole must hold
     pools: list[Pool] = []
     for role, spec in ((r, p) for r in ROLES for p in s.deployment.groups(r)):
         try:
             fields = {k: v for k, v in spec.stated().items() if k not in ("instances", "gpus_per_instance")}
             par = Parallelism(gpus=int(spec.gpus_per_instance), **fields)
             stated = stated_runtime(s, role)
-            pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note, int(isl)))
+            pools.append(make_pool(engine, role, int(spec.instances), par, m, hw, prec, mtp, stated, note, longest))
         except ValidationError as exc:
             raise ScenarioError(format_validation_error(exc, f"deployment.{role}")) from exc
         if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
@@ -213,7 +215,6 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     dep = Deployment(engine, tuple(pools))
     if w.isl == "unknown" or w.osl == "unknown":
         note.append(f"workload: isl {isl}, osl {osl} where unknown (the 1k/1k benchmark default)")
-    sim = anchored(s.simulation, base_dir)
     # the mean context in flight: stated, else from the simulation's length draws (isl + osl/2 when fixed)
     kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else in_flight_kv(sim, isl, osl)
     if not isinstance(w.kv_len, int | float) and kv_len != isl + osl / 2:

@@ -33,6 +33,7 @@ from planner.search.space import Candidate, candidates, deployment, matches, pre
 from planner.search.unknown_phase import constraints, default_gpus, model_ref, scenario_data, search_phase
 from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
+from simulator.workload import longest_prompt
 
 
 def _fits(c: Candidate, cons: dict[str, dict[str, int]]) -> bool:
@@ -83,6 +84,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
         isl=facts["isl"],
         osl=facts["osl"],
         kv_len=facts["kv_len"],
+        max_isl=facts["max_isl"],
         rate=rate,
         concurrency=conc,
         slo=SLO(ttft_p90_ms=slo.ttft_ms, tpot_p90_ms=slo.tpot_ms, e2e_p90_ms=slo.e2e_ms) if slo else SLO(),
@@ -109,6 +111,7 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
         "isl": res.isl,
         "osl": res.osl,
         "kv_len": res.kv_len,
+        "max_isl": longest_prompt(res.simulation, res.isl, res.osl),
         "mtp": pool.instance.mtp is not None,
         "mem_fraction": pool.instance.runtime.mem_fraction,
         "precision": pool.instance.precision,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from planner.engines import runtime_options
+from planner.inputs.question import Question, with_context_in_flight
 from planner.model.estimator import estimate
 from planner.model.simulate import pool_defs
 from roofline.catalog import get_hardware
 from roofline.deployment import Parallelism
 from simulator import SimConfig, build_workload, simulate
+from simulator.workload import KV_DRAWS, draw_lengths, longest_prompt
 from tests.simulator.helpers import AGG_LLAMA, scenario
 
 ISL, BUDGET = 3000, 4096
@@ -80,3 +82,26 @@ def test_the_estimate_takes_fewer_decodes_where_no_step_has_room_for_a_whole_pro
     )
     assert whole.limit.startswith("whole prompt")
     assert whole.decode_batch <= 100 + 1e-9 < chunked.decode_batch
+
+
+def test_the_budget_holds_the_longest_prompt_the_workload_sends_not_its_mean():
+    """Spread prompt lengths (MLPerf gpt-oss: mean 5,011, lognormal) reach far past their mean; an engine
+    that takes prompts only whole is sized for the longest, as trtllm-bench sizes max_num_tokens from the
+    dataset's max_isl. Sized for the mean, the prompts past the budget would block the queue behind them
+    until the running decodes drain (and TRT-LLM would refuse those past max_num_tokens outright)."""
+    spread = {"input_len": {"kind": "lognormal", "mean": 5000.0, "sigma": 0.45}}
+    cfg = SimConfig.model_validate(spread)
+    longest = longest_prompt(cfg, 5000, 1000)
+    drawn = draw_lengths(cfg, KV_DRAWS, 5000, 1000, np.random.default_rng(cfg.seed), None, [])[0]
+    assert 15000 < longest == int(drawn.max())
+    assert longest_prompt(None, 5000, 1000) == 5000
+    assert longest_prompt(SimConfig.model_validate({"input_len": {"kind": "fixed", "value": 5000}}), 5000, 10) == 5000
+    load = {"isl": 5000, "osl": 1000, "request_rate": 1.0}
+    res = scenario({**AGG_LLAMA, "engine": "trtllm"}, load, spread)
+    rt = res.deployment.pools[0].instance.runtime
+    assert rt.prefill_tokens_per_rank == longest + rt.max_running_per_rank
+    fixed = scenario({**AGG_LLAMA, "engine": "trtllm"}, load).deployment.pools[0].instance.runtime
+    assert fixed.prefill_tokens_per_rank < longest  # the default budget holds a fixed 5,000-token prompt
+    q = with_context_in_flight(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=1, isl=5000, osl=1000,
+                                        simulation=cfg))  # fmt: skip
+    assert q.max_isl == longest  # the search prices the pools it would launch
