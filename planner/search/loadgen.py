@@ -25,8 +25,14 @@ scenario with tighter limits), as `planner validate` simulates an anchor that na
   (`request_overhead_ms`) is in a sample's latency.
 
 A submitter reports the highest rate it found whose run meets the constraints; `max_rate_within`
-searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples:
-a longer LoadGen run (e.g. 600 s at 1,000 samples/s) is simulated for its first MAX_REQUESTS
+searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples.
+A longer LoadGen run on an aggregated pool of k identical instances is simulated on m < k of them
+at m/k of the rate, over the run's whole length (`sampled`): the router spreads the Poisson arrivals
+evenly over identical instances, so each sees 1/k of them whatever k is, and the deployment's tokens/s
+is the m instances' times k/m. Cutting the run to its first samples instead ends the arrivals before a
+large system fills (a 36-instance DeepSeek-R1 run takes 200,000 samples into its 184,000 running slots
+without a queue, and reads a rate it cannot sustain). What m instances cannot hold within
+MAX_REQUESTS either (one instance, or prefill/decode pools) is simulated for its first MAX_REQUESTS
 samples (its latencies are theirs; its tokens/s their rate over the full run's length), and the
 result says so.
 """
@@ -66,16 +72,36 @@ class LoadGenRun(InputModel):
     min_query_count: int = Field(default=MIN_QUERY_COUNT, ge=1, le=10**9)
 
 
-def queries(rate: float, run: LoadGenRun) -> tuple[int, bool]:
-    """(samples LoadGen issues at `rate`, whether the simulation keeps fewer: MAX_REQUESTS)."""
-    n = max(run.min_query_count, math.ceil(rate * run.min_duration_ms / 1000.0))
-    return min(n, MAX_REQUESTS), n > MAX_REQUESTS
+def full_run(rate: float, run: LoadGenRun) -> int:
+    """The samples LoadGen issues at `rate`: min_query_count, or the rate over min_duration if more."""
+    return max(run.min_query_count, math.ceil(rate * run.min_duration_ms / 1000.0))
 
 
-def config(res: Resolved, rate: float, run: LoadGenRun) -> tuple[SimConfig, list[str]]:
-    """The simulation of one LoadGen run at `rate`: Poisson arrivals from an idle start, every sample
-    measured; the lengths the anchor's `simulation` section draws are kept."""
-    n, capped = queries(rate, run)
+def sampled(res: Resolved, rate: float, run: LoadGenRun) -> tuple[Resolved, float, float, list[str]]:
+    """(deployment, rate, tokens/s scale, notes) to simulate for a LoadGen run at `rate`: the run itself,
+    or, when its samples exceed MAX_REQUESTS on one aggregated pool of k instances, m = k x MAX_REQUESTS /
+    samples (at least one) of those instances at m/k of the rate over the same length (scale k/m)."""
+    n, pools = full_run(rate, run), res.deployment.pools
+    if n <= MAX_REQUESTS or len(pools) != 1 or pools[0].role != "aggregated" or pools[0].instances < 2:
+        return res, rate, 1.0, []
+    k = pools[0].instances
+    m = max(1, k * MAX_REQUESTS // n)
+    if m >= k:
+        return res, rate, 1.0, []
+    part = replace(res, deployment=res.deployment.resized({"aggregated": m}))
+    note = (
+        f"LoadGen run: {n:,} samples at {rate:,.4g}/s simulated on {m} of the {k} identical instances at "
+        f"{rate * m / k:,.4g}/s over the same length (the router splits the arrivals evenly; tokens/s x {k / m:.4g})"
+    )
+    return part, rate * m / k, k / m, [note]
+
+
+def config(res: Resolved, rate: float, run: LoadGenRun, full: int | None = None) -> tuple[SimConfig, list[str]]:
+    """The simulation of one LoadGen run at `rate` (of `full` samples; default: what LoadGen issues at
+    that rate): Poisson arrivals from an idle start, every sample measured; the lengths the anchor's
+    `simulation` section draws are kept."""
+    full = full_run(rate, run) if full is None else full
+    n = min(full, MAX_REQUESTS)
     given = res.simulation.model_dump(exclude_unset=True) if res.simulation is not None else {}
     if given.get("arrival") or given.get("trace"):
         raise PlannerError("client mlperf-loadgen-server: the simulation section must not set its own arrivals")
@@ -83,8 +109,7 @@ def config(res: Resolved, rate: float, run: LoadGenRun) -> tuple[SimConfig, list
     budget = {"max_steps": given.get("max_steps", LOADGEN_MAX_STEPS)}  # a stated budget is kept
     cfg = SimConfig.model_validate({**given, **loop, **budget})
     notes = []
-    if capped:
-        full = max(run.min_query_count, math.ceil(rate * run.min_duration_ms / 1000.0))
+    if full > n:
         notes.append(f"LoadGen run: the first {n:,} of its {full:,} samples simulated (simulator MAX_REQUESTS)")
     return cfg, notes
 
@@ -127,10 +152,14 @@ def stats(result: SimResult, full: int | None = None) -> dict[str, float]:
 
 def run_at(res: Resolved, rate: float, run: LoadGenRun) -> tuple[dict[str, float], list[str]]:
     """One simulated LoadGen run of the deployment at `rate` samples/s (whole system)."""
-    at = replace(res, request_rate=rate, concurrency=None)
-    cfg, notes = config(at, rate, run)
+    part, at_rate, scale, notes = sampled(res, rate, run)
+    full = math.ceil(full_run(rate, run) / scale)  # the samples the simulated instances receive
+    at = replace(part, request_rate=at_rate, concurrency=None)
+    cfg, cut = config(at, at_rate, run, full)
     result, _ = run_simulation(at, cfg, extend=False)
-    return stats(result, max(run.min_query_count, math.ceil(rate * run.min_duration_ms / 1000.0))), notes
+    s = stats(result, full)
+    s["output_tok_s"] *= scale
+    return s, [*notes, *cut]
 
 
 def meets(s: dict[str, float], slo: SLOSpec) -> bool:

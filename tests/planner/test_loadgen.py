@@ -40,10 +40,33 @@ def test_stated_running_limit_reaches_the_engine_and_is_validated():
 
 def test_run_length_is_loadgens_min_duration_or_min_query_count():
     run = LoadGenRun()  # mlperf.conf: 600 s; test_settings.h: 100 queries
-    assert loadgen.queries(10.0, run) == (6000, False)
-    assert loadgen.queries(0.1, run) == (100, False)
-    assert loadgen.queries(1000.0, run) == (MAX_REQUESTS, True)  # 600,000 samples: the first MAX_REQUESTS
-    assert loadgen.queries(9.5, LoadGenRun(min_query_count=105312)) == (105312, False)
+    assert loadgen.full_run(10.0, run) == 6000
+    assert loadgen.full_run(0.1, run) == 100
+    assert loadgen.full_run(9.5, LoadGenRun(min_query_count=105312)) == 105312
+    res = resolve(parse_scenario({**LLAMA, "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1}}}))
+    cfg, notes = loadgen.config(res, 1000.0, run)  # 600,000 samples on one instance: the first MAX_REQUESTS
+    assert cfg.requests == MAX_REQUESTS
+    assert "first 200,000 of its 600,000 samples" in notes[0]
+
+
+def test_a_long_run_is_simulated_on_fewer_instances_at_their_share_of_the_rate(monkeypatch):
+    """A run past MAX_REQUESTS on k identical instances is simulated on m of them at m/k of the rate over
+    its whole length: the same throughput per instance and latencies as the whole run, which a run cut to
+    its first samples would not give once the system has room for all of them."""
+    eight = resolve(parse_scenario({**LLAMA, "deployment": {"aggregated": {"instances": 8, "gpus_per_instance": 1}}}))
+    whole, _ = loadgen.run_at(eight, 400.0, SHORT)  # 1,600 samples, under the real MAX_REQUESTS
+    monkeypatch.setattr(loadgen, "MAX_REQUESTS", 500)
+    part, rate, scale, notes = loadgen.sampled(eight, 400.0, SHORT)
+    assert part.deployment.pools[0].instances == 2  # 8 x 500 // 1,600
+    assert (rate, scale) == (100.0, 4.0)
+    assert "2 of the 8 identical instances" in notes[0]
+    s, _ = loadgen.run_at(eight, 400.0, SHORT)
+    assert s["samples"] == 400  # 1,600 / 4, all simulated
+    assert s["output_tok_s"] == pytest.approx(whole["output_tok_s"], rel=0.1)
+    assert s["ttft_mean_s"] == pytest.approx(whole["ttft_mean_s"], rel=0.3)
+    assert s["tpot_mean_s"] == pytest.approx(whole["tpot_mean_s"], rel=0.1)
+    one = resolve(parse_scenario(LLAMA))  # two instances, 1,600 samples: one instance takes 800, still past 500
+    assert loadgen.sampled(one, 400.0, SHORT)[1:3] == (200.0, 2.0)
 
 
 def test_percentile_is_the_sorted_value_at_floor_n_p():
