@@ -64,6 +64,10 @@ class Question(StrictModel):
         `simulator.workload.in_flight_kv`): stated, else isl + osl/2."""
         return self.kv_len if self.kv_len is not None else self.isl + self.osl / 2
 
+    def longest_prompt(self) -> int:
+        """The longest prompt the pools are launched for (`simulator.workload.longest_prompt`): stated, else isl."""
+        return self.max_isl or self.isl
+
     @model_validator(mode="after")
     def _check(self) -> Question:
         if self.gpus is None and self.max_gpus is None:

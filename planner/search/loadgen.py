@@ -85,9 +85,7 @@ def sampled(res: Resolved, rate: float, run: LoadGenRun) -> tuple[Resolved, floa
     if n <= MAX_REQUESTS or len(pools) != 1 or pools[0].role != "aggregated" or pools[0].instances < 2:
         return res, rate, 1.0, []
     k = pools[0].instances
-    m = max(1, k * MAX_REQUESTS // n)
-    if m >= k:
-        return res, rate, 1.0, []
+    m = max(1, k * MAX_REQUESTS // n)  # < k, since n > MAX_REQUESTS
     part = replace(res, deployment=res.deployment.resized({"aggregated": m}))
     note = (
         f"LoadGen run: {n:,} samples at {rate:,.4g}/s simulated on {m} of the {k} identical instances at "

@@ -73,10 +73,10 @@ def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1)
     """The candidate as a Deployment with the given instance counts."""
     args = (q.model, q.hardware, q.engine)
     if c.prefill is None:
-        agg = pool(*args, "aggregated", c.decode, c.precision, c.mtp, c.mem_fraction, q.max_isl or q.isl)
+        agg = pool(*args, "aggregated", c.decode, c.precision, c.mtp, c.mem_fraction, q.longest_prompt())
         return Deployment(q.engine, (replace(agg, instances=n_decode),))
-    pre = pool(*args, "prefill", c.prefill, c.precision, False, c.mem_fraction, q.max_isl or q.isl)
-    dec = pool(*args, "decode", c.decode, c.precision, c.mtp, c.mem_fraction, q.max_isl or q.isl)
+    pre = pool(*args, "prefill", c.prefill, c.precision, False, c.mem_fraction, q.longest_prompt())
+    dec = pool(*args, "decode", c.decode, c.precision, c.mtp, c.mem_fraction, q.longest_prompt())
     return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
 
 
@@ -186,7 +186,7 @@ def candidates(
         key = (par, prec, mtp, frac, role)
         if key not in fits:
             try:
-                p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac, q.max_isl or q.isl)
+                p = pool(q.model, q.hardware, q.engine, role, par, prec, mtp, frac, q.longest_prompt())
                 need = kv_needed_tokens(p.instance, role, q.isl + q.osl)  # as the simulator's PoolDef
                 fits[key] = memory(p, need).max_seqs(q.isl + q.osl) >= 1
                 if not fits[key]:
