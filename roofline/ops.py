@@ -8,6 +8,9 @@ stage). Formulas (FLOPs = 2 x multiply-adds):
   `roofline.imbalance`); weights read once per touched
   expert on the busiest rank (the expected maximum over ep ranks), or once per pair for
   slot-GEMV kernels.
+- FFN activation (`ffn_activation_op`): the gated activation between the gate/up and the down GEMM,
+  a memory-bound kernel of its own per FFN that reads the gate and up halves (BF16) and writes the
+  down GEMM's input in that GEMM's activation format, at the FFN's intermediate width.
 Communication and pricing live in `roofline.step`.
 """
 
@@ -28,7 +31,7 @@ from roofline.params import (
     gate_params,
     shared_expert_params,
 )
-from roofline.precision import BYTES_PER_PARAM, gemm_rate_key
+from roofline.precision import BYTES_PER_PARAM, DISPATCH_BYTES, gemm_rate_key
 
 Category = Literal["attention", "indexer", "dense_gemm", "moe", "ep_comm", "tp_comm", "other"]
 ACT = 2.0  # bytes per BF16 activation element
@@ -128,6 +131,18 @@ def busiest_rank_experts(local: float, p_touch: float, ranks: int) -> float:
     return busiest
 
 
+@dataclass(frozen=True, slots=True)
+class Act:
+    """One FFN kind's gated activation on one GPU: rows per layer, intermediate width, the down
+    GEMM's input format, the layers it runs in, and whether it is the layer's one counted launch."""
+
+    rows: float
+    width: float
+    fmt: str
+    layers: float
+    launch: bool = True
+
+
 def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = False) -> list[Op]:
     """Dense FFN layers, the router, routed experts and shared experts (per GPU). `mtp`: the
     one MoE layer of an MTP module instead of the model's stack."""
@@ -147,8 +162,11 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
                 FFN_GEMMS,
             )
         )
+    acts: list[Act] = []
+    if m.dense_layers and t_dp and not mtp:
+        acts.append(Act(t_dp, m.dense_intermediate / p.tp, prec.dense, m.dense_layers * layer_scale))
     if m.moe is None or not b.tokens:
-        return ops
+        return [*ops, *ffn_activation_op(inst, acts)]
     n = 1.0 if mtp else m.moe_layers * layer_scale
     e = m.moe
     ops.append(
@@ -187,10 +205,31 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
             rows=pairs_max / max(touched, 1.0),
         )
     )
+    acts.append(Act(pairs_max, e.expert_intermediate / p.moe_tp, prec.moe, n))
     if e.num_shared_experts:
         ops.append(
             gemm_op(
                 inst, "moe.shared_expert", "dense_gemm", t_dp, shared_expert_params(m) / p.tp, prec.dense, n, FFN_GEMMS
             )
         )
-    return ops
+        acts.append(Act(t_dp, e.num_shared_experts * e.expert_intermediate / p.tp, prec.dense, n, launch=False))
+    return [*ops, *ffn_activation_op(inst, acts)]
+
+
+def ffn_activation_op(inst: InstanceSpec, acts: list[Act]) -> list[Op]:
+    """The gated activation of each FFN kind (dense, routed experts, shared experts): one kernel per
+    FFN layer between the two GEMMs (SGLang and vLLM silu_and_mul, with the down GEMM's activation
+    quantization fused or next to it; TRT-LLM GatedMLP's SwiGLU kernel; the MoE runners' activation
+    between their grouped GEMMs), reading the gate and up halves in BF16 and writing the intermediate
+    in the down GEMM's input format (`DISPATCH_BYTES`: FP8, NVFP4 or BF16). Its traffic scales with
+    the intermediate width, not the hidden size, so it weighs most on small models. Launches: one
+    per layer, one of the engine's `elementwise_launches_per_layer` (roofline.step prices the others
+    at the hidden size; a shared expert's activation adds traffic, not a counted launch). An engine
+    that gives measured elementwise traffic (`elementwise_bytes_per_token_layer`) has it inside that
+    measurement, and no separate op."""
+    if inst.runtime.elementwise_bytes_per_token_layer is not None or not acts:
+        return []
+    nbytes = sum(a.rows * a.width * (2 * ACT + DISPATCH_BYTES[a.fmt]) * a.layers for a in acts)
+    launches = sum(a.layers for a in acts if a.launch)
+    rows = max(a.rows for a in acts)
+    return [Op("ffn.activation", "other", "elementwise", "bf16", bytes=nbytes, launches=launches, rows=rows)]

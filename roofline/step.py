@@ -101,14 +101,25 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     return OpTime(op.name, op.category, fixed + max(t_c, t_m), op.flops, op.bytes, path.name, bound, source)
 
 
+def _elementwise_kernels(inst: InstanceSpec) -> float:
+    """Kernels per layer priced here: the engine's `elementwise_launches_per_layer` less the FFN's
+    gated activation, which `roofline.ops.ffn_activation_op` prices at the intermediate width
+    (unless the runtime gives measured traffic, which covers every kernel)."""
+    rt = inst.runtime
+    if rt.elementwise_bytes_per_token_layer is not None:
+        return rt.elementwise_launches_per_layer
+    return max(rt.elementwise_launches_per_layer - 1.0, 0.0)
+
+
 def _elementwise_bytes_per_token(inst: InstanceSpec) -> float:
     """Activation traffic of one layer's norms, RoPE, quantization and residual kernels per token:
-    measured when the runtime gives it, else each kernel reads and writes about one activation
-    tensor (10 passes for the 8 kernels of a fused engine, proportionally more for an unfused one)."""
+    measured when the runtime gives it, else each kernel reads and writes about one hidden-size
+    activation tensor (1.25 passes each: the 7 kernels of a fused engine besides the FFN activation,
+    proportionally more for an unfused one)."""
     rt = inst.runtime
     if rt.elementwise_bytes_per_token_layer is not None:
         return rt.elementwise_bytes_per_token_layer
-    return inst.model.hidden_size * ACT * 1.25 * rt.elementwise_launches_per_layer
+    return inst.model.hidden_size * ACT * 1.25 * _elementwise_kernels(inst)
 
 
 def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
@@ -128,8 +139,8 @@ def _layer_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
             "elementwise",
             "bf16",
             bytes=t_dp * _elementwise_bytes_per_token(inst) * hc * layers,
-            launches=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
-            calls=(inst.runtime.elementwise_launches_per_layer + sinkhorn) * layers,
+            launches=(_elementwise_kernels(inst) + sinkhorn) * layers,
+            calls=(_elementwise_kernels(inst) + sinkhorn) * layers,
             rows=t_dp,
         )
     )

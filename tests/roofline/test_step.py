@@ -7,6 +7,7 @@ import pytest
 from roofline.batch import StepBatch
 from roofline.deployment import MTPConfig
 from roofline.kernels import KERNELS, select
+from roofline.ops import ffn_ops
 from roofline.step import step_cost
 from tests.conftest import make_instance
 
@@ -69,9 +70,47 @@ def test_measured_elementwise_traffic_replaces_the_per_kernel_estimate():
         return next(o.bytes for o in step_cost(spec, b).ops if o.name == "norms_residual_rope")
 
     layers = inst.model.num_layers
-    # default: 8 kernels, each 1.25 passes over a 7168-wide bf16 activation
-    assert traffic() == pytest.approx(4096 * 7168 * 2 * 1.25 * 8 * layers)
+    # default: 8 kernels, the FFN activation priced apart (below), the other 7 each 1.25 passes over a
+    # 7168-wide bf16 activation
+    assert traffic() == pytest.approx(4096 * 7168 * 2 * 1.25 * 7 * layers)
     assert traffic(elementwise_bytes_per_token_layer=4.0e6) == pytest.approx(4096 * 4.0e6 * layers)
+
+
+def _activation(inst, b):
+    return [o for o in ffn_ops(inst, b, 1.0) if o.name == "ffn.activation"]
+
+
+def test_ffn_activation_reads_gate_and_up_and_writes_the_down_gemm_input_at_the_intermediate_width():
+    """A dense model's gated activation: per token and layer, 2 x intermediate BF16 in and the
+    intermediate out in the down GEMM's format, split over TP. Llama-3.1-8B: 14,336 wide, 3.5x its
+    hidden size, so the hidden-size estimate alone misses most of this kernel's traffic."""
+    b = StepBatch.prefill([(4096, 0)])
+    llama = make_instance("llama-3.1-8b", "b200", gpus=1, tp=1, ep=1, dense="nvfp4")
+    (op,) = _activation(llama, b)
+    assert op.bytes == pytest.approx(4096 * 14336 * (2 * 2 + 0.5 + 1 / 16) * 32)
+    assert op.launches == 32
+    tp2 = make_instance("llama-3.1-8b", "b200", gpus=2, tp=2, ep=1, dense="fp8")
+    (op2,) = _activation(tp2, b)
+    assert op2.bytes == pytest.approx(4096 * 14336 / 2 * (2 * 2 + 1 + 1 / 32) * 32)
+    measured = llama.model_copy(
+        update={"runtime": llama.runtime.model_copy(update={"elementwise_bytes_per_token_layer": 4e6})}
+    )
+    assert not _activation(measured, b)
+    assert any(o.name == "ffn.activation" for o in step_cost(llama, b).ops)
+
+
+def test_moe_activation_covers_routed_pairs_and_shared_experts():
+    """DeepSeek-V3: 3 dense layers (18,432 wide), then 58 MoE layers whose routed pairs (top-8 of
+    2,048-wide experts) and one shared expert each run their own activation."""
+    inst = make_instance()  # TP8, EP8, FP8
+    b = StepBatch.prefill([(8192, 0)])
+    (op,) = _activation(inst, b)
+    fp8 = 2 * 2 + 1 + 4 / 128
+    dense = 8192 * 18432 / 8 * fp8 * 3
+    shared = 8192 * 2048 / 8 * fp8 * 58
+    routed_even = 8192 * 8 / 8 * 2048 * fp8 * 58  # pairs per rank before the busiest rank's excess
+    assert op.launches == 3 + 58
+    assert dense + shared + routed_even <= op.bytes <= dense + shared + 1.5 * routed_even
 
 
 def test_negative_elementwise_traffic_is_rejected():
