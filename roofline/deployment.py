@@ -95,12 +95,14 @@ class RuntimeOptions(StrictModel):
     # 11,033-kernel decode step replays in 25.43 ms against 25.25 ms of kernel time, 0.02 us per kernel
     # (calibration/data/engine/engine_decode_61layers.json); small kernels' own floor is in their path.
     launch_gap_graph_us: float = Field(default=0.02, ge=0)
-    # Kernels per layer outside GEMMs and attention (norms, RoPE, quantization, residuals): fused
-    # engines (SGLang, TRT-LLM) run ~8; an unfused torch engine many more (runtime.engine: ~164).
+    # Kernels per layer outside GEMMs and attention (norms, RoPE, quantization, residuals, the FFN's
+    # gated activation): fused engines (SGLang, TRT-LLM) run ~8; an unfused torch engine many more
+    # (runtime.engine: ~164).
     elementwise_launches_per_layer: float = Field(default=8.0, ge=0)
-    # Their activation traffic per token per layer, in bytes. None: each kernel reads and writes
-    # about one hidden-size activation (1.25 passes of hidden x 2 B per kernel). A measured engine
-    # gives its own (runtime.engine: 4.37 MB, from its non-GEMM kernel time per prefill token).
+    # Their activation traffic per token per layer, in bytes. None: the FFN activation at its
+    # intermediate width (roofline.ops.ffn_activation_op), each other kernel about one hidden-size
+    # activation (1.25 passes of hidden x 2 B). A measured engine gives its own, all kernels included
+    # (runtime.engine: 4.37 MB, from its non-GEMM kernel time per prefill token).
     elementwise_bytes_per_token_layer: float | None = Field(default=None, ge=0)
     step_overhead_us: float = Field(default=0.0, ge=0)  # host time per step the GPU waits for
     # Host time per request in a step on one rank (an engine's per-request scheduling, sampling

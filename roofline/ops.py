@@ -149,6 +149,7 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     m, p, prec = inst.model, inst.parallel, inst.precision
     t_dp = b.tokens / p.dp_attention
     ops: list[Op] = []
+    acts: list[Act] = []
     if m.dense_layers and t_dp and not mtp:
         ops.append(
             gemm_op(
@@ -162,8 +163,6 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
                 FFN_GEMMS,
             )
         )
-    acts: list[Act] = []
-    if m.dense_layers and t_dp and not mtp:
         acts.append(Act(t_dp, m.dense_intermediate / p.tp, prec.dense, m.dense_layers * layer_scale))
     if m.moe is None or not b.tokens:
         return [*ops, *ffn_activation_op(inst, acts)]
@@ -221,15 +220,19 @@ def ffn_activation_op(inst: InstanceSpec, acts: list[Act]) -> list[Op]:
     FFN layer between the two GEMMs (SGLang and vLLM silu_and_mul, with the down GEMM's activation
     quantization fused or next to it; TRT-LLM GatedMLP's SwiGLU kernel; the MoE runners' activation
     between their grouped GEMMs), reading the gate and up halves in BF16 and writing the intermediate
-    in the down GEMM's input format (`DISPATCH_BYTES`: FP8, NVFP4 or BF16). Its traffic scales with
-    the intermediate width, not the hidden size, so it weighs most on small models. Launches: one
-    per layer, one of the engine's `elementwise_launches_per_layer` (roofline.step prices the others
-    at the hidden size; a shared expert's activation adds traffic, not a counted launch). An engine
-    that gives measured elementwise traffic (`elementwise_bytes_per_token_layer`) has it inside that
-    measurement, and no separate op."""
-    if inst.runtime.elementwise_bytes_per_token_layer is not None or not acts:
+    in the down GEMM's input format (`DISPATCH_BYTES`: FP8, NVFP4 or BF16; MXFP4 experts are priced with
+    BF16 inputs, as Hopper and vLLM run them, where TRT-LLM and SGLang on sm_100 write MXFP8, 1 B). Its
+    traffic scales with the intermediate width, not the hidden size, so it weighs most on small models.
+    Launches: one per layer, one of the engine's `elementwise_launches_per_layer` (roofline.step
+    prices the others at the hidden size; a shared expert's activation adds traffic, not a counted
+    launch). An engine that gives measured elementwise traffic (`elementwise_bytes_per_token_layer`)
+    has it inside that measurement, and no separate op. Not modelled: kernels that fuse the activation
+    into the gate/up GEMM's epilogue (TRT-LLM ships such gated-activation GEMMs for sm_100), which
+    have no separate pass; and the MTP layer's other elementwise kernels (`roofline.step._mtp_ops`)."""
+    rt = inst.runtime
+    if rt.elementwise_bytes_per_token_layer is not None or not acts:
         return []
     nbytes = sum(a.rows * a.width * (2 * ACT + DISPATCH_BYTES[a.fmt]) * a.layers for a in acts)
-    launches = sum(a.layers for a in acts if a.launch)
-    rows = max(a.rows for a in acts)
-    return [Op("ffn.activation", "other", "elementwise", "bf16", bytes=nbytes, launches=launches, rows=rows)]
+    per_layer = min(1.0, rt.elementwise_launches_per_layer)  # never more launches than the engine runs
+    launches = per_layer * sum(a.layers for a in acts if a.launch)
+    return [Op("ffn.activation", "other", "elementwise", "bf16", bytes=nbytes, launches=launches)]

@@ -108,14 +108,14 @@ def _elementwise_kernels(inst: InstanceSpec) -> float:
     rt = inst.runtime
     if rt.elementwise_bytes_per_token_layer is not None:
         return rt.elementwise_launches_per_layer
-    return max(rt.elementwise_launches_per_layer - 1.0, 0.0)
+    return rt.elementwise_launches_per_layer - min(1.0, rt.elementwise_launches_per_layer)
 
 
 def _elementwise_bytes_per_token(inst: InstanceSpec) -> float:
-    """Activation traffic of one layer's norms, RoPE, quantization and residual kernels per token:
-    measured when the runtime gives it, else each kernel reads and writes about one hidden-size
-    activation tensor (1.25 passes each: the 7 kernels of a fused engine besides the FFN activation,
-    proportionally more for an unfused one)."""
+    """Activation traffic of one layer's elementwise kernels per token (norms, RoPE, quantization,
+    residuals): measured when the runtime gives it (the FFN activation included), else each kernel
+    other than the FFN activation reads and writes about one hidden-size activation tensor (1.25
+    passes each: 7 of a fused engine's default 8, proportionally more for an unfused one)."""
     rt = inst.runtime
     if rt.elementwise_bytes_per_token_layer is not None:
         return rt.elementwise_bytes_per_token_layer
@@ -206,7 +206,8 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
 
 
 def _mtp_ops(inst: InstanceSpec, b: StepBatch) -> list[Op]:
-    """MTP drafting: `draft_tokens` sequential passes of the MTP layer and the LM head."""
+    """MTP drafting: `draft_tokens` sequential passes of the MTP layer and the LM head (its FFN
+    activation included; its norms and residual kernels are not priced)."""
     if not b.draft_tokens or not b.decode_seqs:
         return []
     m = inst.model
