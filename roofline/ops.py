@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from roofline.batch import StepBatch
-from roofline.deployment import InstanceSpec
+from roofline.deployment import InstanceSpec, RuntimeOptions
 from roofline.imbalance import imbalance, max_normal_mean, popularity_excess
 from roofline.kernels import select
 from roofline.params import (
@@ -215,6 +215,15 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     return [*ops, *ffn_activation_op(inst, acts)]
 
 
+def activation_launches_per_layer(rt: RuntimeOptions) -> float | None:
+    """How many of the engine's `elementwise_launches_per_layer` are the FFN activation that
+    `ffn_activation_op` prices apart: one (never more than the engine runs), or None where the runtime
+    gives measured elementwise traffic, which covers every kernel. `roofline.step` prices the rest."""
+    if rt.elementwise_bytes_per_token_layer is not None:
+        return None
+    return min(1.0, rt.elementwise_launches_per_layer)
+
+
 def ffn_activation_op(inst: InstanceSpec, acts: list[Act]) -> list[Op]:
     """The gated activation of each FFN kind (dense, routed experts, shared experts): one kernel per
     FFN layer between the two GEMMs (SGLang and vLLM silu_and_mul, with the down GEMM's activation
@@ -229,10 +238,9 @@ def ffn_activation_op(inst: InstanceSpec, acts: list[Act]) -> list[Op]:
     has it inside that measurement, and no separate op. Not modelled: kernels that fuse the activation
     into the gate/up GEMM's epilogue (TRT-LLM ships such gated-activation GEMMs for sm_100), which
     have no separate pass; and the MTP layer's other elementwise kernels (`roofline.step._mtp_ops`)."""
-    rt = inst.runtime
-    if rt.elementwise_bytes_per_token_layer is not None or not acts:
+    per_layer = activation_launches_per_layer(inst.runtime)
+    if per_layer is None or not acts:
         return []
     nbytes = sum(a.rows * a.width * (2 * ACT + DISPATCH_BYTES[a.fmt]) * a.layers for a in acts)
-    per_layer = min(1.0, rt.elementwise_launches_per_layer)  # never more launches than the engine runs
     launches = per_layer * sum(a.layers for a in acts if a.launch)
     return [Op("ffn.activation", "other", "elementwise", "bf16", bytes=nbytes, launches=launches)]

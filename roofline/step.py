@@ -22,7 +22,7 @@ from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernels import select
-from roofline.ops import ACT, Op, ffn_ops, gemm_op
+from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
 Source = Literal["roofline", "calibrated", "measured"]
@@ -106,9 +106,7 @@ def _elementwise_kernels(inst: InstanceSpec) -> float:
     gated activation, which `roofline.ops.ffn_activation_op` prices at the intermediate width
     (unless the runtime gives measured traffic, which covers every kernel)."""
     rt = inst.runtime
-    if rt.elementwise_bytes_per_token_layer is not None:
-        return rt.elementwise_launches_per_layer
-    return rt.elementwise_launches_per_layer - min(1.0, rt.elementwise_launches_per_layer)
+    return rt.elementwise_launches_per_layer - (activation_launches_per_layer(rt) or 0.0)
 
 
 def _elementwise_bytes_per_token(inst: InstanceSpec) -> float:
