@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from planner.inputs.question import SLO, Question
 from planner.inputs.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
+from planner.model.aggregated import cohort_batches
 from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
 from planner.model.estimator import estimate_deployment, max_batch, point
@@ -115,6 +116,7 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
         "mtp": pool.instance.mtp is not None,
         "mem_fraction": pool.instance.runtime.mem_fraction,
         "precision": pool.instance.precision,
+        "cohorts": cohort_batches(res.simulation),
     }
 
 
@@ -179,14 +181,36 @@ def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) ->
     return out
 
 
-def _best_at(q: Question, cons: dict[str, dict[str, int]], prec: Any, metric: str) -> Point | None:
-    """The best deployment at one precision mix among the candidates that match what is stated."""
+def _saturated(q: Question, p: Point, cohorts: bool, seen: dict[str, Point]) -> Point:
+    """The point's deployment as a saturated run reports it (`estimate_deployment` with no traffic:
+    every pool as full as the KV pool and the running limit allow, the prefill pool at whatever load
+    that gives), so that a throughput question with no traffic picks its deployment by the very figure
+    it then reports. The sweep's points size a disaggregated deployment's prefill pool to run at
+    `PREFILL_UTILISATION` and price each swept batch, which is the plan's operating point, not a
+    saturated run's: ranked by them, a 72-GPU GB300 long-context search chose a layout whose saturated
+    figure was 15% below another candidate's."""
+    key = p.deployment.describe()
+    if key not in seen:
+        m = estimate_deployment(p.deployment, q.isl, q.osl, q.in_flight_kv(), None, None, cohorts)
+        seen[key] = Point(max(1, round(m.decode_batch)), p.deployment, m, p.bottleneck, meets=True)
+    return seen[key]
+
+
+def _best_at(
+    q: Question, cons: dict[str, dict[str, int]], prec: Any, metric: str, cohorts: bool = True
+) -> Point | None:
+    """The best deployment at one precision mix among the candidates that match what is stated. A
+    throughput metric with no traffic and no slo ranks the candidates' saturated figures (`_saturated`)."""
     m, hw = get_model(q.model), get_hardware(q.hardware)
     cands, _ = candidates(q, m, hw, [prec], cons)
+    saturated = q.rate is None and q.concurrency is None and not q.slo.targets() and metric not in LATENCY
+    seen: dict[str, Point] = {}
     best: Point | None = None
     for c in sorted((c for c in cands if _fits(c, cons)), key=lambda c: (c.mode, c.decode.gpus, str(c.prefill))):
         fixed = _fixed_points(q, c, cons)
         points = fixed if fixed is not None else [p for p in score(q, c).points if _counts_match(p, cons)]
+        if saturated:
+            points = [_saturated(q, p, cohorts, seen) for p in points]
         for p in points:
             if q.slo.targets() and not p.meets:
                 continue
@@ -202,12 +226,13 @@ def _best(
     the hardware runs (`planner.search.space.precisions`) that keep every stated precision part. A KV
     cache dtype the source leaves unknown is a launch flag (`--kv-cache-dtype fp8`), so it is searched
     like the layout: the FP8 cache where it does better for the metric than the engine's default."""
-    best = _best_at(q, cons, facts["precision"], metric)
+    cohorts = facts["cohorts"]
+    best = _best_at(q, cons, facts["precision"], metric, cohorts)
     if best is not None:
         prec = facts["precision"]
         if "kv_cache" not in stated and prec.kv_cache != "fp8":
             fp8 = prec.model_copy(update={"kv_cache": "fp8"})
-            p = _best_at(q, cons, fp8, metric)
+            p = _best_at(q, cons, fp8, metric, cohorts)
             if p is not None and _objective(metric, p) > _objective(metric, best):
                 goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
                 return p, f"precision: searched (kv_cache unknown; FP8 KV for the {goal}): {_label(fp8)}"
@@ -217,7 +242,7 @@ def _best(
     for prec in precisions(m, hw):
         if prec == facts["precision"] or any(getattr(prec, k) != v for k, v in stated.items()):
             continue
-        p = _best_at(q, cons, prec, metric)
+        p = _best_at(q, cons, prec, metric, cohorts)
         if p is not None and (best is None or _objective(metric, p) > _objective(metric, best)):
             best, note = p, f"precision: searched (the default {_label(facts['precision'])} does not fit): "
             note += _label(prec)

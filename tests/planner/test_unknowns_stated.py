@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from planner.inputs.scenario import Scenario
+from planner.model.estimator import estimate
 from planner.search.unknowns import resolve_any
 from roofline.errors import PlannerError
 
@@ -148,3 +149,28 @@ def test_an_unknown_kv_cache_dtype_is_searched_with_an_unknown_layout():
     stated = _gpt_oss("bf16")
     assert all(p.instance.precision.kv_cache == "bf16" for p in stated.deployment.pools)
     assert not any(n.startswith("precision: searched") for n in stated.assumed)
+
+
+def test_a_saturated_search_picks_its_deployment_by_the_figure_it_reports():
+    """A throughput question with no traffic is answered by the saturated estimate of the chosen
+    deployment; the search must rank candidates by that figure. Ranked by the plan sweep's operating
+    points (prefill pool sized for 80% load), the 72-GPU GB300 long-context search (LMSYS GB300 blog's
+    128K/8K) chose 3x prefill DP16 + 4x decode DP4 at 95.5 tok/s/GPU saturated, below the 112 of
+    3x prefill DP16 + 3x decode DP8."""
+    data = {
+        "model": "deepseek-v3",
+        "hardware": "gb300-nvl72",
+        "engine": "sglang",
+        "deployment": {"prefill": U, "decode": U},
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
+        "workload": {"isl": 131072, "osl": 8192},
+    }
+    searched = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
+    got = estimate(searched).output_tok_s_per_gpu
+    dp = {"tp": 1, "pp": 1}
+    other = {
+        "prefill": {"instances": 3, "gpus_per_instance": 16, "dp_attention": 16, "ep": 16, **dp},
+        "decode": {"instances": 3, "gpus_per_instance": 8, "dp_attention": 8, "ep": 8, **dp},
+    }
+    stated = resolve_any(Scenario.model_validate({**data, "deployment": other}), None, "output_tok_s_per_gpu")
+    assert got >= estimate(stated).output_tok_s_per_gpu
