@@ -181,42 +181,50 @@ def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) ->
     return out
 
 
-def _saturated(q: Question, p: Point, cohorts: bool, seen: dict[str, Point]) -> Point:
-    """The point's deployment as a saturated run reports it (`estimate_deployment` with no traffic:
+def _saturated(q: Question, p: Point, cohorts: bool) -> Point | None:
+    """The point's deployment as a saturated run prices it (`estimate_deployment` with no traffic:
     every pool as full as the KV pool and the running limit allow, the prefill pool at whatever load
-    that gives), so that a throughput question with no traffic picks its deployment by the very figure
-    it then reports. The sweep's points size a disaggregated deployment's prefill pool to run at
+    that gives), the estimate a throughput question with no traffic reports for the deployment it
+    chooses. Not exactly that figure: like the sweep, the search prices each layout with the probe's
+    memory fraction and the engine's default limits, where the chosen layout is then resolved with its
+    own default fraction and the scenario's stated runtime (LMSYS GB300 long-context with MTP: 113.7
+    searched, 113.4 reported); a trtllm-bench run of a stated size is reported by its simulation.
+    The sweep's points size a disaggregated deployment's prefill pool to run at
     `PREFILL_UTILISATION` and price each swept batch, which is the plan's operating point, not a
     saturated run's: ranked by them, a 72-GPU GB300 long-context search chose a layout whose saturated
-    figure was 15% below another candidate's."""
-    key = p.deployment.describe()
-    if key not in seen:
+    figure was 15% below another candidate's.
+    A layout the saturated run cannot price (its full prefill batch does not fit beside the weights, say)
+    is dropped (None), as the plan prunes a candidate it cannot price: reported, it would fail the same way."""
+    try:
         m = estimate_deployment(p.deployment, q.isl, q.osl, q.in_flight_kv(), None, None, cohorts)
-        seen[key] = Point(max(1, round(m.decode_batch)), p.deployment, m, p.bottleneck, meets=True)
-    return seen[key]
+    except (PlannerError, ValidationError, ZeroDivisionError):
+        return None
+    return Point(max(1, round(m.decode_batch)), p.deployment, m, m.limit or "-", meets=True)
 
 
 def _best_at(
     q: Question, cons: dict[str, dict[str, int]], prec: Any, metric: str, cohorts: bool = True
 ) -> Point | None:
     """The best deployment at one precision mix among the candidates that match what is stated. A
-    throughput metric with no traffic and no slo ranks the candidates' saturated figures (`_saturated`)."""
+    throughput metric with no traffic and no slo re-prices every distinct deployment the sweep sized as a
+    saturated run (`_saturated`) and picks the best of those figures. The sweep's order is a poor guide to
+    them (on a 72-GPU NVL72 search the best saturated layout ranked 29th to 467th of 1,200-2,300 by the
+    sweep), so none is skipped: such a search takes 3-15 s on one core where the sweep alone takes 1."""
     m, hw = get_model(q.model), get_hardware(q.hardware)
     cands, _ = candidates(q, m, hw, [prec], cons)
     saturated = q.rate is None and q.concurrency is None and not q.slo.targets() and metric not in LATENCY
-    seen: dict[str, Point] = {}
-    best: Point | None = None
+    swept: list[Point] = []
     for c in sorted((c for c in cands if _fits(c, cons)), key=lambda c: (c.mode, c.decode.gpus, str(c.prefill))):
         fixed = _fixed_points(q, c, cons)
         points = fixed if fixed is not None else [p for p in score(q, c).points if _counts_match(p, cons)]
-        if saturated:
-            points = [_saturated(q, p, cohorts, seen) for p in points]
-        for p in points:
-            if q.slo.targets() and not p.meets:
-                continue
-            if best is None or _objective(metric, p) > _objective(metric, best):
-                best = p
-    return best
+        swept += [p for p in points if p.meets or not q.slo.targets()]
+    if saturated:
+        distinct: dict[str, Point] = {}
+        for p in swept:
+            distinct.setdefault(p.deployment.describe(), p)  # a deployment several swept batches sized alike
+        swept = [sp for p in distinct.values() if (sp := _saturated(q, p, cohorts)) is not None]
+    # the first of the best, in the candidates' order (sort is stable)
+    return max(swept, key=lambda p: _objective(metric, p), default=None)
 
 
 def _best(
@@ -257,7 +265,8 @@ def search_deployment(
     s: Scenario, metric: str, base_dir: Path | None = None
 ) -> tuple[Deployment, list[str], Point | None]:
     """The deployment a tuned operator would run for `metric` under what `s` states, the notes that
-    say so, and its operating point (the estimate at the question's traffic, or the best batch;
+    say so, and its operating point (the estimate at the question's traffic, the saturated estimate for a
+    throughput with no traffic, or the best batch for a throughput with an slo;
     None for a prefill or decode phase, which is estimated on its own pool)."""
     if s.phase != "end-to-end":
         return search_phase(s, metric, base_dir)

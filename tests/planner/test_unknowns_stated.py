@@ -154,23 +154,37 @@ def test_an_unknown_kv_cache_dtype_is_searched_with_an_unknown_layout():
 def test_a_saturated_search_picks_its_deployment_by_the_figure_it_reports():
     """A throughput question with no traffic is answered by the saturated estimate of the chosen
     deployment; the search must rank candidates by that figure. Ranked by the plan sweep's operating
-    points (prefill pool sized for 80% load), the 72-GPU GB300 long-context search (LMSYS GB300 blog's
-    128K/8K) chose 3x prefill DP16 + 4x decode DP4 at 95.5 tok/s/GPU saturated, below the 112 of
-    3x prefill DP16 + 3x decode DP8."""
+    points (prefill pool sized for 80% load, swept batches), a 16-GPU GB300 long-context search (the
+    LMSYS GB300 blog's 128K/8K) chose 1x prefill DP8 + 1x decode DP4, 107 tok/s/GPU saturated, where
+    5x prefill DP2 + 1x decode DP4 gives 116 (on 72 GPUs: 95.5 chosen against 112 for another layout)."""
     data = {
         "model": "deepseek-v3",
         "hardware": "gb300-nvl72",
         "engine": "sglang",
-        "deployment": {"prefill": U, "decode": U},
+        "deployment": {"gpus": 16, "prefill": U, "decode": U},
         "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
         "workload": {"isl": 131072, "osl": 8192},
     }
     searched = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
     got = estimate(searched).output_tok_s_per_gpu
-    dp = {"tp": 1, "pp": 1}
-    other = {
-        "prefill": {"instances": 3, "gpus_per_instance": 16, "dp_attention": 16, "ep": 16, **dp},
-        "decode": {"instances": 3, "gpus_per_instance": 8, "dp_attention": 8, "ep": 8, **dp},
+    one = {"instances": 1, "tp": 1, "ep": 1, "pp": 1}
+    swept_best = {
+        "prefill": {**one, "gpus_per_instance": 8, "dp_attention": 8},
+        "decode": {**one, "gpus_per_instance": 4, "dp_attention": 4},
     }
-    stated = resolve_any(Scenario.model_validate({**data, "deployment": other}), None, "output_tok_s_per_gpu")
-    assert got >= estimate(stated).output_tok_s_per_gpu
+    stated = resolve_any(Scenario.model_validate({**data, "deployment": swept_best}), None, "output_tok_s_per_gpu")
+    assert got > estimate(stated).output_tok_s_per_gpu
+
+
+def test_a_saturated_search_skips_a_layout_its_saturated_run_cannot_price():
+    """DeepSeek-V3 8k/1k on GB200 NVL72, every deployment field unknown: a TP4 layout the sweep priced at
+    small batches cannot hold its saturated run's full prefill batch beside the weights under SGLang's
+    memory fraction; the search drops it instead of failing the whole question."""
+    data = {
+        "model": "deepseek-v3",
+        "hardware": "gb200-nvl72",
+        "engine": "sglang",
+        "workload": {"isl": 8192, "osl": 1024},
+    }
+    res = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
+    assert estimate(res).output_tok_s_per_gpu > 0
