@@ -48,7 +48,9 @@ class Question(StrictModel):
     price_per_gpu_hour: float = Field(default=3.0, gt=0)  # USD; shown in the cost column
     modes: list[Mode] = Field(default_factory=lambda: list[Mode](["aggregated", "disaggregated"]))
     mtp: list[bool] = Field(default_factory=lambda: [False, True])
-    kv_mem_fractions: list[float] = Field(default_factory=lambda: [0.85])
+    # None: each pool's own engine default for its layout and role (the unknown-deployment search's,
+    # `planner.search.unknowns`, as the scenario is resolved afterwards)
+    kv_mem_fractions: list[float | None] = Field(default_factory=lambda: list[float | None]([0.85]))
     verify_top: int = Field(default=3, ge=0, le=8)  # recommendations the simulator must confirm
     simulation: SimConfig | None = None  # traffic details for verification (trace, burstiness)
     # mean KV length in flight; None: isl + osl/2 (`in_flight_kv`); `build_question` sets it from
@@ -78,7 +80,7 @@ class Question(StrictModel):
             raise ValueError("give rate or concurrency, not both")
         if self.optimize == "gpus" and self.rate is None and self.concurrency is None:
             raise ValueError("optimize: gpus needs a rate or concurrency to serve")
-        if any(not 0 < f <= 1 for f in self.kv_mem_fractions):
+        if any(f is not None and not 0 < f <= 1 for f in self.kv_mem_fractions):
             raise ValueError("kv_mem_fractions must lie in (0, 1]")
         return self
 

@@ -47,7 +47,7 @@ class Candidate:
     prefill: Parallelism | None
     precision: PrecisionMix
     mtp: bool
-    mem_fraction: float
+    mem_fraction: float | None  # None: each pool's engine default for its layout and role
 
 
 @cache
@@ -59,14 +59,16 @@ def pool(
     par: Parallelism,
     prec: PrecisionMix,
     mtp: bool,
-    frac: float,
+    frac: float | None,
     isl: int | None = None,
 ) -> Pool:
     """One instance of a pool as the search prices it: the same `make_pool` scenario resolution
-    uses, with the engine profile's runtime options and the candidate's KV memory fraction."""
+    uses, with the engine profile's runtime options and the candidate's KV memory fraction (None: the
+    engine's default for this layout and role, as resolution gives a scenario that states none)."""
     m, hw = get_model(model), get_hardware(hardware)
     spec = MTPConfig(draft_tokens=MTP_DRAFTS, accepted_tokens=mtp_acceptance(MTP_DRAFTS)) if mtp else None
-    return make_pool(engine, role, 1, par, m, hw, prec, spec, {"mem_fraction": frac}, isl=isl)
+    stated: dict[str, object] = {} if frac is None else {"mem_fraction": frac}
+    return make_pool(engine, role, 1, par, m, hw, prec, spec, stated, isl=isl)
 
 
 def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1) -> Deployment:
@@ -180,9 +182,9 @@ def candidates(
     """All candidates whose instances fit in memory, and the count of pruned ones by reason;
     `mixes` replaces the space's precision mixes, `stated` (per role) restricts the layouts."""
     pruned: Counter[str] = Counter()
-    fits: dict[tuple[Parallelism, PrecisionMix, bool, float, str], bool] = {}
+    fits: dict[tuple[Parallelism, PrecisionMix, bool, float | None, str], bool] = {}
 
-    def ok(par: Parallelism, prec: PrecisionMix, mtp: bool, frac: float, role: str) -> bool:
+    def ok(par: Parallelism, prec: PrecisionMix, mtp: bool, frac: float | None, role: str) -> bool:
         key = (par, prec, mtp, frac, role)
         if key not in fits:
             try:

@@ -91,7 +91,7 @@ def _question(s: Scenario, facts: dict[str, Any], metric: str, base_dir: Path | 
         slo=SLO(ttft_p90_ms=slo.ttft_ms, tpot_p90_ms=slo.tpot_ms, e2e_p90_ms=slo.e2e_ms) if slo else SLO(),
         modes=modes,  # type: ignore[arg-type]
         mtp=[facts["mtp"]],
-        kv_mem_fractions=[facts["mem_fraction"]],
+        kv_mem_fractions=[facts["mem_fraction"]],  # None unless stated: each layout's own engine default
         verify_top=0,
     )
 
@@ -114,7 +114,9 @@ def _probe(s: Scenario, base_dir: Path | None) -> tuple[Resolved, dict[str, Any]
         "kv_len": res.kv_len,
         "max_isl": longest_prompt(res.simulation, res.isl, res.osl),
         "mtp": pool.instance.mtp is not None,
-        "mem_fraction": pool.instance.runtime.mem_fraction,
+        # a stated fraction holds for every layout searched; else each layout gets its engine's own default
+        # (SGLang's depends on TP size and attention DP), as resolving the chosen layout gives it
+        "mem_fraction": s.runtime.mem_fraction if isinstance(s.runtime.mem_fraction, float) else None,
         "precision": pool.instance.precision,
         "cohorts": cohort_batches(res.simulation),
     }

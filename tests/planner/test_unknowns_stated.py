@@ -188,3 +188,22 @@ def test_a_saturated_search_skips_a_layout_its_saturated_run_cannot_price():
     }
     res = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
     assert estimate(res).output_tok_s_per_gpu > 0
+
+
+def test_the_search_prices_each_layout_at_its_own_default_memory_fraction():
+    """SGLang's default fraction depends on the layout (a rule by TP size; 0.85 under attention DP). The
+    search priced every layout at the fraction of its one-GPU probe, so on 4 GB300 GPUs it chose DP4 for
+    DeepSeek-V4-Pro with NVFP4 experts (245.1 GB of weights under the probe's fraction of 279 GB),
+    which the resolution then refused at DP4's own 0.85 (237 GB): one error for the anchor."""
+    data = {
+        "model": "deepseek-v4-pro",
+        "hardware": "gb300-nvl72",
+        "engine": "sglang",
+        "deployment": {"aggregated": {**_pool(instances=1, gpus_per_instance=4, pp=1)}},
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "dense": "fp8", "moe": "nvfp4"},
+        "workload": {"isl": 8192, "osl": 1024, "concurrency": 16},
+    }
+    res = resolve_any(Scenario.model_validate(data), None, "tpot_ms")
+    pool = res.pool("aggregated")
+    assert pool.gpus_per_instance == 4
+    assert estimate(res).tpot_s > 0
