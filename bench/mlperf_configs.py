@@ -5,7 +5,8 @@
    simulated as LoadGen ran it: planner/search/loadgen.py) and `loadgen:` min_duration_ms and
    min_query_count, read from the 'Test Parameters Used' of the anchor's own mlperf_log_summary.txt.
 2. The layout and MTP of results that state none (v6.0 DeepSeek-R1 Interactive), read from the
-   submission's own harness config by bench/mlperf_layout.py (aggregated, or a Dynamo disaggregated
+   submission's own harness config by bench/mlperf_layout.py; a layout still unknown gets the system's
+   GPU count (`deployment.gpus`, the notes' 'total GPUs N') (aggregated, or a Dynamo disaggregated
    cluster whose workers' TRT-LLM ymls give per-pool max_num_tokens / max_batch_size and whose
    frontend router_mode kv is `simulation.router: kv_aware`).
 3. The engine settings of the submission's harness config (anchors whose notes name the config their
@@ -192,8 +193,19 @@ def _unknown(deployment: Any) -> bool:
     """A deployment the result leaves unstated: absent, `unknown`, or pools whose every field is unknown."""
     if deployment in (None, "unknown"):
         return True
-    pools = [p for p in deployment.values()] if isinstance(deployment, dict) else []
+    pools = [p for k, p in deployment.items() if k != "gpus"] if isinstance(deployment, dict) else []
     return bool(pools) and all(p == "unknown" or all(v == "unknown" for v in p.values()) for p in pools)
+
+
+def with_system_gpus(anchor: dict[str, Any]) -> dict[str, Any]:
+    """A layout still unknown keeps the system's GPU count, as the notes quote the result ('total GPUs N',
+    the count its per-GPU value divides by): `deployment.gpus`, so the planner's search stays within it
+    rather than the node or NVL72 domain it assumes for an unstated count."""
+    m = re.search(r"total GPUs (\d+)", str(anchor.get("notes", "")))
+    dep = anchor.get("deployment")
+    if not m or not _unknown(dep) or not isinstance(dep, dict):
+        return anchor
+    return {**anchor, "deployment": {"gpus": int(m.group(1)), **{k: v for k, v in dep.items() if k != "gpus"}}}
 
 
 def settings(
@@ -211,6 +223,7 @@ def settings(
                 prec["kv_cache"] = found[0]["kv_cache"]
             anchor = {**anchor, "deployment": found[0]["deployment"], "mtp": found[0]["mtp"], "precision": prec}
             notes = notes.rstrip() + " " + "".join(found[1]) + "."
+    anchor = with_system_gpus(anchor)
     m = re.search(r"harness config (closed/\S+\.py)", notes)
     if not m:
         return anchor, notes, {}, []

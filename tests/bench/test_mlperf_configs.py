@@ -93,3 +93,15 @@ def test_rewriting_the_files_changes_nothing(tmp_path, monkeypatch):
         monkeypatch.setitem(mc.ROUNDS[key], "file", copy)
         mc.rewrite(mc.ROUNDS[key])
         assert copy.read_text() == before[key], key
+
+
+def test_a_layout_still_unknown_keeps_the_system_gpu_count():
+    """The notes quote the result's 'total GPUs N', the count its per-GPU value divides by: an unknown
+    layout gets `deployment.gpus` N (the search stays within it); a stated layout is left as it is."""
+    unknown = {"aggregated": {f: "unknown" for f in ("instances", "gpus_per_instance", "tp")}}
+    a = mc.with_system_gpus({"notes": "4 x RTX PRO 6000 (1 node(s)); total GPUs 4; Software", "deployment": unknown})
+    assert a["deployment"]["gpus"] == 4
+    assert a["deployment"]["aggregated"] == unknown["aggregated"]
+    assert mc.with_system_gpus(a) == a  # idempotent
+    stated = {"aggregated": {"instances": 8, "gpus_per_instance": 1, "tp": 1}}
+    assert mc.with_system_gpus({"notes": "total GPUs 8", "deployment": stated})["deployment"] == stated
