@@ -145,23 +145,37 @@ def _some(n: int) -> list[int]:
     return out
 
 
-def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) -> list[Point] | None:
-    """The candidate at its stated instance counts (None if no count of its pools is stated): an
-    unstated count is searched over what the GPU count leaves. Priced like `score`: the
-    question's traffic, else the decode batch swept in powers of two up to the KV capacity."""
+def _instance_pairs(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) -> list[tuple[int, int]] | None:
+    """(decode or aggregated instances, prefill instances) to price: the stated counts, an unstated one
+    searched over what the GPU budget leaves, or every split of a stated GPU count; None: none stated."""
     main = "aggregated" if c.mode == "aggregated" else "decode"
     n_d = cons.get(main, {}).get("instances")
     n_p = cons.get("prefill", {}).get("instances") if c.prefill else 0
-    if n_d is None and not n_p:
-        return None
     g_d, g_p = c.decode.gpus, c.prefill.gpus if c.prefill else 0
+    if n_d is None and not n_p:
+        if q.gpus is None:
+            return None
+        if not c.prefill:
+            return [(q.gpus // g_d, 0)] if q.gpus % g_d == 0 else []
+        return [(d, (q.gpus - d * g_d) // g_p) for d in range(1, q.gpus // g_d) if (q.gpus - d * g_d) % g_p == 0]
     if n_d is None:
         assert n_p is not None
-        pairs = [(d, n_p) for d in _some((q.budget - n_p * g_p) // g_d)]
-    elif n_p is None:
-        pairs = [(n_d, p) for p in _some((q.budget - n_d * g_d) // max(g_p, 1))]
-    else:
-        pairs = [(n_d, n_p)]
+        return [(d, n_p) for d in _some((q.budget - n_p * g_p) // g_d)]
+    if n_p is None:
+        return [(n_d, p) for p in _some((q.budget - n_d * g_d) // max(g_p, 1))]
+    return [(n_d, n_p)]
+
+
+def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) -> list[Point] | None:
+    """The candidate at its stated instance counts, or at every split of a stated GPU count (None if
+    neither is stated): an unstated count is searched over what the GPU count leaves. A stated GPU
+    count is the deployment's, whatever the traffic: a rate beyond what it serves overloads it (MLPerf's
+    4x RTX PRO 6000 at its submitted rate), where sizing for the traffic found no deployment of that
+    many GPUs. Priced like `score`: the question's traffic, else the decode batch swept in powers of
+    two up to the KV capacity."""
+    pairs = _instance_pairs(q, c, cons)
+    if pairs is None:
+        return None
     kv_len = q.in_flight_kv()
     out: list[Point] = []
     for d, p in pairs:

@@ -157,7 +157,7 @@ def _number(v: Any) -> float | None:
 
 def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     d = raw if isinstance(raw, dict) else {}
-    aid = one_line(str(d.get("id", "?")), 80)
+    aid = one_line(str(d.get("id", "?")), 300)  # the id keys result rows: long enough to stay whole
     metric = one_line(str(d.get("metric", "?")), 60)
     published = _number(d.get("value"))
     tol = _number(d.get("tolerance")) or 0.15

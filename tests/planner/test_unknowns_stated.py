@@ -154,10 +154,41 @@ def test_an_unknown_kv_cache_dtype_is_searched_with_an_unknown_layout():
 def test_a_saturated_search_picks_its_deployment_by_the_figure_it_reports():
     """A throughput question with no traffic is answered by the saturated estimate of the chosen
     deployment; the search must rank candidates by that figure. Ranked by the plan sweep's operating
-    points (prefill pool sized for 80% load, swept batches), a 16-GPU GB300 long-context search (the
-    LMSYS GB300 blog's 128K/8K) chose 1x prefill DP8 + 1x decode DP4, 107 tok/s/GPU saturated, where
-    5x prefill DP2 + 1x decode DP4 gives 116 (on 72 GPUs: 95.5 chosen against 112 for another layout)."""
+    points (prefill pool sized for 80% load, swept batches), DeepSeek-V3 32k/2k on one B300 node chose
+    2x prefill DP2 + 2x decode DP2, 200 tok/s/GPU saturated, where 2x prefill DP2 + 1x decode TP4 gives
+    253 (on a 72-GPU GB300 long-context search: 95.5 chosen against 112 for another layout)."""
     data = {
+        "model": "deepseek-v3",
+        "hardware": "b300",
+        "engine": "sglang",
+        "deployment": {"prefill": U, "decode": U},
+        "precision": {"moe": "nvfp4", "kv_cache": "fp8"},
+        "workload": {"isl": 32768, "osl": 2048},
+    }
+    searched = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
+    got = estimate(searched).output_tok_s_per_gpu
+    dp2 = {"instances": 2, "gpus_per_instance": 2, "tp": 1, "dp_attention": 2, "ep": 1, "pp": 1}
+    swept_best = {"prefill": dp2, "decode": dp2}
+    stated = resolve_any(Scenario.model_validate({**data, "deployment": swept_best}), None, "output_tok_s_per_gpu")
+    assert got > estimate(stated).output_tok_s_per_gpu
+
+
+def test_a_stated_gpu_count_is_the_deployments_whatever_the_traffic():
+    """`deployment.gpus` with the layout unknown: every layout searched uses exactly that many GPUs. At a
+    request rate beyond what they serve (MLPerf's 4x RTX PRO 6000 at its submitted rate) the search found
+    no deployment of 4 GPUs (it sized instances for the rate) and the anchor was one error; saturated, it
+    chose 12 of 16 GPUs and divided by 12."""
+    data = {
+        "model": "llama-3.1-8b",
+        "hardware": "rtx-pro-6000",
+        "engine": "trtllm",
+        "deployment": {"gpus": 4, "aggregated": U},
+        "precision": {"dense": "nvfp4"},
+        "workload": {"isl": 871, "osl": 129, "request_rate": 400.0},
+    }
+    res = resolve_any(Scenario.model_validate(data), None, "ttft_ms")
+    assert res.deployment.gpus == 4
+    gb300 = {
         "model": "deepseek-v3",
         "hardware": "gb300-nvl72",
         "engine": "sglang",
@@ -165,15 +196,7 @@ def test_a_saturated_search_picks_its_deployment_by_the_figure_it_reports():
         "precision": {"attention": "fp8", "kv_cache": "fp8", "moe": "nvfp4"},
         "workload": {"isl": 131072, "osl": 8192},
     }
-    searched = resolve_any(Scenario.model_validate(data), None, "output_tok_s_per_gpu")
-    got = estimate(searched).output_tok_s_per_gpu
-    one = {"instances": 1, "tp": 1, "ep": 1, "pp": 1}
-    swept_best = {
-        "prefill": {**one, "gpus_per_instance": 8, "dp_attention": 8},
-        "decode": {**one, "gpus_per_instance": 4, "dp_attention": 4},
-    }
-    stated = resolve_any(Scenario.model_validate({**data, "deployment": swept_best}), None, "output_tok_s_per_gpu")
-    assert got > estimate(stated).output_tok_s_per_gpu
+    assert resolve_any(Scenario.model_validate(gb300), None, "output_tok_s_per_gpu").deployment.gpus == 16
 
 
 def test_a_saturated_search_skips_a_layout_its_saturated_run_cannot_price():
