@@ -234,6 +234,10 @@ def _best_at(
         fixed = _fixed_points(q, c, cons)
         points = fixed if fixed is not None else [p for p in score(q, c).points if _counts_match(p, cons)]
         swept += [p for p in points if p.meets or not q.slo.targets()]
+    served = [p for p in swept if not p.metrics.saturated]
+    if not served and swept:  # no layout of the stated GPUs serves the stated rate: the one that serves most
+        return max(swept, key=lambda p: p.metrics.output_tok_s_per_gpu)
+    swept = served  # an overloaded layout never wins a latency objective on its unbounded queue's estimate
     if saturated:
         distinct: dict[str, Point] = {}
         for p in swept:
