@@ -201,10 +201,9 @@ def _saturated(q: Question, p: Point, cohorts: bool) -> Point | None:
     """The point's deployment as a saturated run prices it (`estimate_deployment` with no traffic:
     every pool as full as the KV pool and the running limit allow, the prefill pool at whatever load
     that gives), the estimate a throughput question with no traffic reports for the deployment it
-    chooses. Not exactly that figure: like the sweep, the search prices each layout with the probe's
-    memory fraction and the engine's default limits, where the chosen layout is then resolved with its
-    own default fraction and the scenario's stated runtime (LMSYS GB300 long-context with MTP: 113.7
-    searched, 113.4 reported); a trtllm-bench run of a stated size is reported by its simulation.
+    chooses. Not always exactly that figure: like the sweep, the search prices each layout with the
+    engine's default limits, where the chosen layout is then resolved with the scenario's stated runtime
+    (e.g. a stated running limit); a trtllm-bench run of a stated size is reported by its simulation.
     The sweep's points size a disaggregated deployment's prefill pool to run at
     `PREFILL_UTILISATION` and price each swept batch, which is the plan's operating point, not a
     saturated run's: ranked by them, a 72-GPU GB300 long-context search chose a layout whose saturated
@@ -243,7 +242,7 @@ def _best_at(
         for p in swept:
             distinct.setdefault(p.deployment.describe(), p)  # a deployment several swept batches sized alike
         swept = [sp for p in distinct.values() if (sp := _saturated(q, p, cohorts)) is not None]
-    # the first of the best, in the candidates' order (sort is stable)
+    # max keeps the first of equal best, in the candidates' order
     return max(swept, key=lambda p: _objective(metric, p), default=None)
 
 
