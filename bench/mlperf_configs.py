@@ -39,7 +39,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mlperf_harness import ConfigError, git_show, read_config, read_log_params, setting
-from mlperf_layout import read_layout
+from mlperf_layout import read_layout, system_gpus
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = {
@@ -201,11 +201,10 @@ def with_system_gpus(anchor: dict[str, Any]) -> dict[str, Any]:
     """A layout still unknown keeps the system's GPU count, as the notes quote the result ('total GPUs N',
     the count its per-GPU value divides by): `deployment.gpus`, so the planner's search stays within it
     rather than the node or NVL72 domain it assumes for an unstated count."""
-    m = re.search(r"total GPUs (\d+)", str(anchor.get("notes", "")))
-    dep = anchor.get("deployment")
-    if not m or not _unknown(dep) or not isinstance(dep, dict):
+    gpus, dep = system_gpus(anchor), anchor.get("deployment")
+    if gpus is None or not _unknown(dep) or not isinstance(dep, dict):
         return anchor
-    return {**anchor, "deployment": {"gpus": int(m.group(1)), **{k: v for k, v in dep.items() if k != "gpus"}}}
+    return {**anchor, "deployment": {"gpus": gpus, **{k: v for k, v in dep.items() if k != "gpus"}}}
 
 
 def settings(

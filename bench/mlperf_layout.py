@@ -61,7 +61,7 @@ def _mtp(spec: Any) -> dict[str, int] | None:
     return {"draft_tokens": int(drafts)} if drafts else None
 
 
-def _system_gpus(anchor: dict[str, Any]) -> int | None:
+def system_gpus(anchor: dict[str, Any]) -> int | None:
     """The result's system GPU count, as the anchor's notes quote it ('total GPUs N')."""
     m = re.search(r"total GPUs (\d+)", str(anchor.get("notes", "")))
     return int(m.group(1)) if m else None
@@ -80,7 +80,7 @@ def read_layout(anchor: dict[str, Any], repo: Path, commit: str) -> tuple[dict[s
     if isinstance(cluster, dict):
         return _disaggregated(cluster, repo, commit, path)
     tp, pp = setting(cfg, "tensor_parallelism"), setting(cfg, "pipeline_parallelism") or 1
-    total = _system_gpus(anchor)
+    total = system_gpus(anchor)
     if not isinstance(tp, int) or not isinstance(pp, int) or total is None or total % (tp * pp):
         return None  # not one plain layout (e.g. a config of several cores, or GPUs left over): left unknown
     adp = bool(setting(cfg, "trtllm_build_flags", "enable_attention_dp"))

@@ -40,12 +40,11 @@ def handoff(dec: Pool, transfer: float, step: float) -> float:
     return t + (step if dec.instance.runtime.disagg_first_token_after_step else 0.0)
 
 
-def _in_flight(decode_s: Callable[[float], float], b: float, dec: Pool) -> float:
+def _in_flight(decode_s: Callable[[float], float], b: float, n: int) -> float:
     """The decode batch b per instance that a request rate keeps in flight: b = rate x decode time(b) /
-    instances, `decode_s(b)` being rate x decode time. Secant steps on b - decode_s(b) / instances, from
+    n (the instances), `decode_s(b)` being rate x decode time. Secant steps on b - decode_s(b) / n, from
     the batch the pool holds and its first image (a plain fixed-point iteration took 8-34 step costs
-    where this takes 4-6); a step that leaves b > 0 unguarded falls back to the fixed-point step."""
-    n = dec.instances
+    where this takes 4-6); a secant step that would leave b <= 0 falls back to the fixed-point step."""
     prev: tuple[float, float] | None = None
     for _ in range(ITERATIONS):
         image = decode_s(b) / n
@@ -76,7 +75,8 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) 
     if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds, and the batch is what
         x, limit = 0.999 * mu, "prefill pool at capacity"  # that rate keeps in flight
         if decode_s > 0:
-            b = _in_flight(lambda v: x * max(osl - 1, 0) * decode_time(dec, v, kv_len) / tokens_per_step(dec), b, dec)
+            rate_decode_s = lambda v: x * max(osl - 1, 0) * decode_time(dec, v, kv_len) / tokens_per_step(dec)  # noqa: E731
+            b = _in_flight(rate_decode_s, b, dec.instances)
             tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
             decode_s = max(osl - 1, 0) * tpot
     ttft = step_p1.time_s + md1_wait(x / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))

@@ -83,11 +83,8 @@ def test_saturated_prompts_come_in_cohorts_only_with_outputs_of_one_length():
 def test_the_in_flight_batch_of_a_prefill_bound_pool_is_the_fixed_point():
     """b = rate x decode time(b) / instances, solved by secant steps from the batch the pool holds:
     a linear decode time has the closed form (b = 100 / (3 - 2.5) = 200), a convex one its own root."""
-    from types import SimpleNamespace
-
     from planner.model.disaggregated import _in_flight
 
-    pool = SimpleNamespace(instances=3)
-    assert _in_flight(lambda v: 100.0 + 2.5 * v, 1000.0, pool) == pytest.approx(200.0, rel=1e-6)
-    b = _in_flight(lambda v: 50.0 + 0.2 * v + 1e-3 * v * v, 4000.0, pool)
+    assert _in_flight(lambda v: 100.0 + 2.5 * v, 1000.0, 3) == pytest.approx(200.0, rel=1e-6)
+    b = _in_flight(lambda v: 50.0 + 0.2 * v + 1e-3 * v * v, 4000.0, 3)
     assert b == pytest.approx((50.0 + 0.2 * b + 1e-3 * b * b) / 3, rel=1e-6)
