@@ -209,6 +209,7 @@ class EngineProfile(_Strict):
     disagg_first_token_after_step: SBool
     disagg_kv_handoff: SHandoff
     fp8_kv_with_fp8_weights: SBool
+    fp8_mla_decode_with_fp8_kv: SBool  # MLA generation attention runs FP8 math when the KV cache is FP8
     host_us_per_request: SFloat | None = None  # None: no per-request host cost known for the engine
     backends: Backends | None = None  # None: one runtime; else host time per runtime (overrides the above)
     kv_window_shares: SWindowShares | None = None  # None: sliding layers keep only their window

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.engines import fp8_kv_default, mtp_default_drafts, runtime_options
+from planner.engines import fp8_kv_default, fp8_mla_decode_default, mtp_default_drafts, runtime_options
 from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, SLOSpec, format_validation_error
 from planner.model.context import context_problem
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
@@ -121,8 +121,13 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
         note.append(f"precision.kv_cache: {kv} ({why})")
     att = p.attention
     if att == "unknown":
-        att = "bf16"
-        note.append("precision.attention: bf16 (TRT-LLM and SGLang keep BF16 attention math by default)")
+        fp8_mla, why = fp8_mla_decode_default(s.engine if s.engine != "unknown" else "other")
+        if fp8_mla and kv == "fp8" and isinstance(m.attention, MLAAttention) and not sparse:
+            att = "fp8"
+            note.append(f"precision.attention: fp8 on MLA decode ({why})")
+        else:
+            att = "bf16"
+            note.append("precision.attention: bf16 (the engines keep BF16 attention math by default)")
     return PrecisionMix.model_validate({"attention": att, "kv_cache": kv, "dense": dense, "moe": moe})
 
 
