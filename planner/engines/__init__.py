@@ -206,10 +206,10 @@ def fp8_kv_default(engine: str) -> tuple[bool, str]:
     return p.value, p.source
 
 
-def fp8_mla_decode_default(engine: str) -> tuple[bool, str]:
+def fp8_mla_decode_default(engine: str, arch: str) -> tuple[bool, str]:
     """Whether the engine's MLA generation (decode) attention runs FP8 arithmetic (FP8 Q against the
-    FP8 latent KV) when the KV cache is FP8 and the attention precision is not set."""
-    p = profile(engine).fp8_mla_decode_with_fp8_kv
+    FP8 latent KV) on `arch` when the KV cache is FP8 and the attention precision is not set."""
+    p = profile(engine).for_arch(arch).fp8_mla_decode_with_fp8_kv
     return p.value, p.source
 
 

@@ -185,6 +185,7 @@ class ArchOverride(_Strict):
     cuda_graphs: SBool | None = None
     pdl: SBool | None = None
     mem_fraction: SFloat | None = None
+    fp8_mla_decode_with_fp8_kv: SBool | None = None
 
 
 class EngineProfile(_Strict):

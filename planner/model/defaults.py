@@ -93,7 +93,7 @@ def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
     return dense, moe
 
 
-def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
+def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> PrecisionMix:
     p = s.precision
     dense_ck, moe_ck = _checkpoint_formats(m)
     sparse = isinstance(m.attention, CompressedAttention) or (
@@ -121,7 +121,7 @@ def _precision(s: Scenario, m: ModelSpec, note: list[str]) -> PrecisionMix:
         note.append(f"precision.kv_cache: {kv} ({why})")
     att = p.attention
     if att == "unknown":
-        fp8_mla, why = fp8_mla_decode_default(s.engine if s.engine != "unknown" else "other")
+        fp8_mla, why = fp8_mla_decode_default(s.engine if s.engine != "unknown" else "other", hw.arch)
         if fp8_mla and kv == "fp8" and isinstance(m.attention, MLAAttention) and not sparse:
             att = "fp8"
             note.append(f"precision.attention: fp8 on MLA decode ({why})")
@@ -202,7 +202,7 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     engine = s.engine if s.engine != "unknown" else "other"
     if s.engine == "unknown":
         note.append("engine: unknown; SGLang's defaults stand in, without a serving path (planner/engines/other.yaml)")
-    prec = _precision(s, m, note)
+    prec = _precision(s, m, hw, note)
     mtp = _mtp(s, m, note)
     sim = anchored(s.simulation, base_dir)
     longest = longest_prompt(sim, int(isl), int(osl))  # what an engine that takes prompts only whole must hold
