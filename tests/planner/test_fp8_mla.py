@@ -1,0 +1,73 @@
+"""An unstated attention precision follows the engine: TensorRT-LLM (and SGLang's trtllm_mla backend on
+sm100) run the MLA generation attention in FP8 against an FP8 KV cache (engine profile
+`fp8_mla_decode_with_fp8_kv`); everything else, and every MLA prefill, keeps BF16 math."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.inputs.scenario import parse_scenario
+from planner.model.defaults import resolve
+from roofline.batch import StepBatch
+from roofline.step import step_cost
+
+
+def _resolve(engine: str, hardware: str, kv: str = "fp8", model: str = "deepseek-v3", dp: int = 1):
+    ep = 1 if model.startswith("llama") else 8
+    return resolve(
+        parse_scenario(
+            {
+                "model": model,
+                "hardware": hardware,
+                "engine": engine,
+                "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8 // dp, "dp_attention": dp, "ep": ep}},
+                "precision": {"kv_cache": kv},
+                "workload": {"isl": 1000, "osl": 100, "concurrency": 4},
+            }
+        )
+    )
+
+
+def _attention(engine: str, hardware: str, **kw: object) -> str:
+    return _resolve(engine, hardware, **kw).deployment.first("aggregated").instance.precision.attention  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("engine", "hardware", "expected"),
+    [
+        ("trtllm", "h200-sxm", "fp8"),  # FP8 FlashMLA, TRT-LLM's Hopper default (PR #3190)
+        ("trtllm", "b200", "fp8"),  # trtllm-gen FP8 MLA
+        ("sglang", "b200", "fp8"),  # trtllm_mla, SGLang's DeepSeek default on sm100
+        ("sglang", "gb300-nvl72", "fp8"),  # sm_103 runs sm_100's profile
+        ("sglang", "h200-sxm", "bf16"),
+        ("vllm", "b200", "bf16"),
+        ("other", "b200", "bf16"),
+    ],
+)
+def test_unstated_mla_attention_follows_the_engine(engine: str, hardware: str, expected: str) -> None:
+    assert _attention(engine, hardware) == expected
+
+
+def test_a_bf16_kv_cache_or_a_non_mla_model_keeps_bf16_math() -> None:
+    assert _attention("trtllm", "b200", kv="bf16") == "bf16"
+    assert _attention("trtllm", "b200", model="llama-3.1-70b") == "bf16"
+
+
+def test_the_assumption_is_listed_with_its_source() -> None:
+    notes = _resolve("trtllm", "b200").assumed
+    assert any(n.startswith("precision.attention: fp8 on MLA decode") and "PR #3190" in n for n in notes), notes
+
+
+def test_fp8_math_speeds_the_mla_decode_not_the_prefill() -> None:
+    fp8 = _resolve("trtllm", "b200", dp=8).deployment.first("aggregated").instance
+    bf16 = fp8.model_copy(update={"precision": fp8.precision.model_copy(update={"attention": "bf16"})})
+
+    def attention(inst: object, batch: StepBatch) -> float:
+        return sum(o.time_s for o in step_cost(inst, batch).ops if o.category == "attention")  # type: ignore[arg-type]
+
+    decode = StepBatch.decode(4096, 3000)
+    # attention DP: each rank runs all 128 heads, a compute-bound MLA decode at twice the rate (a TP8
+    # rank's 16 heads read the same latent KV for an eighth of the math: memory-bound either way)
+    assert attention(bf16, decode) / attention(fp8, decode) > 1.5
+    prefill = StepBatch.prefill([(8192, 0)])
+    assert attention(bf16, prefill) == pytest.approx(attention(fp8, prefill))  # the context MLA stays BF16
