@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from planner.inputs.scenario import parse_scenario
-from planner.model.defaults import resolve
+from planner.model.defaults import Resolved, resolve
 from roofline.batch import StepBatch
+from roofline.deployment import InstanceSpec
 from roofline.step import step_cost
 
 
-def _resolve(engine: str, hardware: str, kv: str = "fp8", model: str = "deepseek-v3", dp: int = 1):
+def _resolve(engine: str, hardware: str, kv: str = "fp8", model: str = "deepseek-v3", dp: int = 1) -> Resolved:
     ep = 1 if model.startswith("llama") else 8
     return resolve(
         parse_scenario(
@@ -28,8 +29,8 @@ def _resolve(engine: str, hardware: str, kv: str = "fp8", model: str = "deepseek
     )
 
 
-def _attention(engine: str, hardware: str, **kw: object) -> str:
-    return _resolve(engine, hardware, **kw).deployment.first("aggregated").instance.precision.attention  # type: ignore[arg-type]
+def _attention(engine: str, hardware: str, **kw: str) -> str:
+    return str(_resolve(engine, hardware, **kw).deployment.first("aggregated").instance.precision.attention)
 
 
 @pytest.mark.parametrize(
@@ -62,8 +63,8 @@ def test_fp8_math_speeds_the_mla_decode_not_the_prefill() -> None:
     fp8 = _resolve("trtllm", "b200", dp=8).deployment.first("aggregated").instance
     bf16 = fp8.model_copy(update={"precision": fp8.precision.model_copy(update={"attention": "bf16"})})
 
-    def attention(inst: object, batch: StepBatch) -> float:
-        return sum(o.time_s for o in step_cost(inst, batch).ops if o.category == "attention")  # type: ignore[arg-type]
+    def attention(inst: InstanceSpec, batch: StepBatch) -> float:
+        return sum(o.time_s for o in step_cost(inst, batch).ops if o.category == "attention")
 
     decode = StepBatch.decode(4096, 3000)
     # attention DP: each rank runs all 128 heads, a compute-bound MLA decode at twice the rate (a TP8
