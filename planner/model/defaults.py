@@ -93,6 +93,18 @@ def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
     return dense, moe
 
 
+def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> tuple[str, str]:
+    """The attention math an engine runs when it is not stated, and why: FP8 for a dense MLA model
+    over an FP8 KV cache where the engine's MLA decode quantizes the query to FP8 (engine profile
+    `fp8_mla_decode_with_fp8_kv`, per architecture; the MLA prefill stays BF16 in roofline.attention_ops),
+    else BF16."""
+    fp8_mla, why = fp8_mla_decode_default(engine if engine != "unknown" else "other", hw.arch)
+    dense_mla = isinstance(m.attention, MLAAttention) and m.attention.indexer is None
+    if fp8_mla and kv == "fp8" and dense_mla:
+        return "fp8", f"on MLA decode: {why}"
+    return "bf16", "the engines keep BF16 attention math by default"
+
+
 def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> PrecisionMix:
     p = s.precision
     dense_ck, moe_ck = _checkpoint_formats(m)
@@ -119,15 +131,10 @@ def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> 
         else:
             kv, why = "bf16", source
         note.append(f"precision.kv_cache: {kv} ({why})")
-    att = p.attention
+    att: str = p.attention
     if att == "unknown":
-        fp8_mla, why = fp8_mla_decode_default(s.engine if s.engine != "unknown" else "other", hw.arch)
-        if fp8_mla and kv == "fp8" and isinstance(m.attention, MLAAttention) and not sparse:
-            att = "fp8"
-            note.append(f"precision.attention: fp8 on MLA decode ({why})")
-        else:
-            att = "bf16"
-            note.append("precision.attention: bf16 (the engines keep BF16 attention math by default)")
+        att, why = attention_default(s.engine, m, hw, kv)
+        note.append(f"precision.attention: {att} ({why})")
     return PrecisionMix.model_validate({"attention": att, "kv_cache": kv, "dense": dense, "moe": moe})
 
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from planner.inputs.question import SLO, Question
 from planner.inputs.scenario import LAYOUT_FIELDS, Scenario, ScenarioError
 from planner.model.aggregated import cohort_batches
-from planner.model.defaults import Resolved, resolve
+from planner.model.defaults import Resolved, attention_default, resolve
 from planner.model.deployment import ROLES, Deployment
 from planner.model.estimator import estimate_deployment, max_batch, point
 from planner.model.mem_fraction import resolve_fitting
@@ -259,6 +259,9 @@ def _best(
         prec = facts["precision"]
         if "kv_cache" not in stated and prec.kv_cache != "fp8":
             fp8 = prec.model_copy(update={"kv_cache": "fp8"})
+            if "attention" not in stated:  # the attention math the engine runs over that cache
+                att, _ = attention_default(facts["engine"], get_model(q.model), get_hardware(q.hardware), "fp8")
+                fp8 = fp8.model_copy(update={"attention": att})
             p = _best_at(q, cons, fp8, metric, cohorts)
             if p is not None and _objective(metric, p) > _objective(metric, best):
                 goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"

@@ -56,7 +56,7 @@ def test_a_bf16_kv_cache_or_a_non_mla_model_keeps_bf16_math() -> None:
 
 def test_the_assumption_is_listed_with_its_source() -> None:
     notes = _resolve("trtllm", "b200").assumed
-    assert any(n.startswith("precision.attention: fp8 on MLA decode") and "PR #3190" in n for n in notes), notes
+    assert any(n.startswith("precision.attention: fp8 (on MLA decode") and "PR #3190" in n for n in notes), notes
 
 
 def test_fp8_math_speeds_the_mla_decode_not_the_prefill() -> None:
@@ -72,3 +72,25 @@ def test_fp8_math_speeds_the_mla_decode_not_the_prefill() -> None:
     assert attention(bf16, decode) / attention(fp8, decode) > 1.5
     prefill = StepBatch.prefill([(8192, 0)])
     assert attention(bf16, prefill) == pytest.approx(attention(fp8, prefill))  # the context MLA stays BF16
+
+
+@pytest.mark.parametrize(("hardware", "expected"), [("b200", "fp8"), ("h200-sxm", "bf16")])
+def test_a_searched_fp8_cache_gets_the_attention_math_the_engine_runs_over_it(hardware: str, expected: str) -> None:
+    """An unknown KV dtype is searched (FP8 where it serves the metric better); the attention math that
+    comes with the FP8 cache is the engine's (SGLang: trtllm_mla FP8 on sm100, BF16 on Hopper)."""
+    from pathlib import Path
+
+    from planner.search.unknowns import resolve_any
+
+    s = parse_scenario(
+        {
+            "model": "deepseek-v3",
+            "hardware": hardware,
+            "engine": "sglang",
+            "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": "unknown", "ep": "unknown"}},
+            "workload": {"isl": 1000, "osl": 1000, "concurrency": 2048},
+        }
+    )
+    prec = resolve_any(s, Path("."), "output_tok_s_per_gpu").deployment.first("aggregated").instance.precision
+    assert prec.kv_cache == "fp8"
+    assert prec.attention == expected
