@@ -33,7 +33,7 @@ STEP_CATEGORIES = (*CATEGORIES, "weight offload")
 class WhatIf:
     """One change set applied to a deployment; None leaves a field as it was."""
 
-    kv_cache: str | None = None  # bf16 | fp8 (fp8 also switches attention math to fp8)
+    kv_cache: str | None = None  # bf16 | fp8 (the attention math follows as the engine runs it)
     moe: str | None = None
     ep: int | None = None  # decode-pool EP scale (DP attention over the same ranks)
     batch: int | None = None  # sequences in flight per decode instance
@@ -64,7 +64,7 @@ def apply_what_if(scn: dict[str, Any], w: WhatIf) -> dict[str, Any]:
     s["runtime"] = rt
     if w.kv_cache:
         prec["kv_cache"] = w.kv_cache
-        prec["attention"] = "fp8" if w.kv_cache == "fp8" else "bf16"
+        prec["attention"] = "unknown"  # the engine's math over that cache (planner.model.defaults.attention_default)
     if w.moe:
         prec["moe"] = w.moe
     dep = s["deployment"]

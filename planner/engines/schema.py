@@ -222,9 +222,12 @@ class EngineProfile(_Strict):
     launch: dict[str, LaunchTool] | None = None  # None: the engine has no launch recipe of its own
 
     def for_arch(self, arch: str) -> EngineProfile:
-        """The profile on `arch`: its own entry, else its family's (sm_103 runs sm_100's kernels:
-        roofline.kernels.ARCH_FAMILY)."""
-        over = self.arch.get(arch) or self.arch.get(ARCH_FAMILY.get(arch, arch))
-        if over is None:
-            return self
-        return self.model_copy(update={k: v for k, v in over if v is not None})
+        """The profile on `arch`: its family's entry (sm_103 runs sm_100's kernels:
+        roofline.kernels.ARCH_FAMILY), then its own entry over it, field by field."""
+        family = ARCH_FAMILY.get(arch, arch)
+        update: dict[str, object] = {}
+        for key in dict.fromkeys((family, arch)):
+            over = self.arch.get(key)
+            if over is not None:
+                update.update({k: v for k, v in over if v is not None})
+        return self.model_copy(update=update) if update else self

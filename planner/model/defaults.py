@@ -99,10 +99,13 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
     `fp8_mla_decode_with_fp8_kv`, per architecture; the MLA prefill stays BF16 in roofline.attention_ops),
     else BF16."""
     fp8_mla, why = fp8_mla_decode_default(engine if engine != "unknown" else "other", hw.arch)
-    dense_mla = isinstance(m.attention, MLAAttention) and m.attention.indexer is None
-    if fp8_mla and kv == "fp8" and dense_mla:
+    if not isinstance(m.attention, MLAAttention) or m.attention.indexer is not None:
+        return "bf16", "not a dense MLA model: BF16 attention math unless the kernel path sets its own (roofline.kernels)"
+    if kv != "fp8":
+        return "bf16", "BF16 attention math over a BF16 KV cache"
+    if fp8_mla:
         return "fp8", f"on MLA decode: {why}"
-    return "bf16", "the engines keep BF16 attention math by default"
+    return "bf16", f"BF16 MLA math over the FP8 cache: {why}"
 
 
 def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> PrecisionMix:

@@ -20,7 +20,7 @@ from functools import cache
 from pydantic import ValidationError
 
 from planner.inputs.question import Question
-from planner.model.defaults import mtp_acceptance
+from planner.model.defaults import attention_default, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
 from planner.model.steps import memory
 from roofline.catalog import get_hardware, get_model
@@ -151,12 +151,16 @@ def stated_layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, state
     return sorted(found, key=lambda p: (p.gpus, p.pp, p.dp_attention, p.tp, p.ep))
 
 
-def precisions(m: ModelSpec, hw: HardwareSpec) -> list[PrecisionMix]:
-    """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell)."""
+def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[PrecisionMix]:
+    """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell). A
+    dense MLA model's FP8 KV cache comes with the attention math `engine` runs over it
+    (`planner.model.defaults.attention_default`, as a resolved scenario gets it); other models pair
+    an FP8 cache with FP8 attention math, sparse ones try both maths over their FP8 cache."""
     sparse = isinstance(m.attention, CompressedAttention) or (
         isinstance(m.attention, MLAAttention) and m.attention.indexer is not None
     )
-    kv = [("bf16", "fp8"), ("fp8", "fp8")] if sparse else [("bf16", "bf16"), ("fp8", "fp8")]
+    fp8_att = attention_default(engine, m, hw, "fp8")[0] if isinstance(m.attention, MLAAttention) else "fp8"
+    kv = [("bf16", "fp8"), ("fp8", "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]
     fmt = m.checkpoint_format
     dense = ["fp8"] if fmt.startswith("fp8") or fmt.startswith("nvfp4") else ["bf16", "fp8"]
     experts = {"fp8"} if m.moe else {dense[0]}
@@ -206,7 +210,7 @@ def candidates(
     else:
         decode_layouts = stated_layouts(m, hw, q.budget, "decode", main)
         prefill_layouts = stated_layouts(m, hw, q.budget, "prefill", stated.get("prefill", {}))
-    for cand in _enumerate(q, decode_layouts, prefill_layouts, mixes or precisions(m, hw), mtps):
+    for cand in _enumerate(q, decode_layouts, prefill_layouts, mixes or precisions(m, hw, q.engine), mtps):
         if (
             cand.decode.pp == 2
             and cand.decode.dp_attention == 1

@@ -269,7 +269,7 @@ def _best(
         return best, ""
     m, hw = get_model(q.model), get_hardware(q.hardware)
     note = ""
-    for prec in precisions(m, hw):
+    for prec in precisions(m, hw, facts["engine"]):
         if prec == facts["precision"] or any(getattr(prec, k) != v for k, v in stated.items()):
             continue
         p = _best_at(q, cons, prec, metric, cohorts)
