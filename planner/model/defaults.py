@@ -100,7 +100,8 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
     else BF16."""
     fp8_mla, why = fp8_mla_decode_default(engine if engine != "unknown" else "other", hw.arch)
     if not isinstance(m.attention, MLAAttention) or m.attention.indexer is not None:
-        return "bf16", "not a dense MLA model: BF16 attention math unless the kernel path sets its own (roofline.kernels)"
+        why = "not a dense MLA model: BF16 attention math unless its kernel path sets its own (roofline.kernels)"
+        return "bf16", why
     if kv != "fp8":
         return "bf16", "BF16 attention math over a BF16 KV cache"
     if fp8_mla:
@@ -129,8 +130,11 @@ def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> 
             kv, why = "fp8", "sparse-attention kernels (FlashMLA sparse, TRT-LLM DSA) read an FP8 KV cache"
         elif p.attention == "fp8":
             kv, why = "fp8", "FP8 attention reads an FP8 KV cache"
-        elif follows and dense in ("fp8", "nvfp4"):
-            kv, why = "fp8", source
+        elif follows and ("nvfp4" in (dense, moe) or (dense == "fp8" and dense_ck != "fp8")):
+            kv, why = "fp8", source  # an NVIDIA ModelOpt quantization of the model (NVFP4, or FP8 of a 16-bit model)
+        elif follows and dense == "fp8":
+            own = f"{m.id}'s own FP8 checkpoint, not a ModelOpt one: no kv_cache_quant_algo to follow"
+            kv, why = "bf16", f"{own} ({source})"
         else:
             kv, why = "bf16", source
         note.append(f"precision.kv_cache: {kv} ({why})")

@@ -94,3 +94,30 @@ def test_a_searched_fp8_cache_gets_the_attention_math_the_engine_runs_over_it(ha
     prec = resolve_any(s, Path("."), "output_tok_s_per_gpu").deployment.first("aggregated").instance.precision
     assert prec.kv_cache == "fp8"
     assert prec.attention == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "precision", "expected"),
+    [
+        ("deepseek-v3", {}, "bf16"),  # DeepSeek's own block-FP8 release: no kv_cache_quant_algo
+        ("kimi-k2", {}, "bf16"),
+        ("deepseek-v3", {"moe": "nvfp4"}, "fp8"),  # NVIDIA's ModelOpt NVFP4 checkpoint
+        ("llama-3.1-70b", {"dense": "fp8"}, "fp8"),  # ModelOpt FP8 of a 16-bit model
+        ("llama-3.1-70b", {}, "bf16"),
+    ],
+)
+def test_trtllm_kv_cache_follows_the_checkpoint(model: str, precision: dict[str, str], expected: str) -> None:
+    ep = 1 if model.startswith("llama") else 8
+    s = parse_scenario(
+        {
+            "model": model,
+            "hardware": "b200",
+            "engine": "trtllm",
+            "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 8, "ep": ep}},
+            "precision": precision,
+            "workload": {"isl": 1000, "osl": 100, "concurrency": 4},
+        }
+    )
+    pool = resolve(s).deployment.first("aggregated")
+    assert pool is not None
+    assert pool.instance.precision.kv_cache == expected
