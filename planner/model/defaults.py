@@ -17,7 +17,7 @@ from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, S
 from planner.model.context import context_problem
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
 from roofline.catalog import get_hardware, get_model
-from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
+from roofline.catalog.schema import HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.precision import PrecisionMix
 from simulator.config import SimConfig
@@ -98,12 +98,14 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
     over an FP8 KV cache where the engine's MLA decode quantizes the query to FP8 (engine profile
     `fp8_mla_decode_with_fp8_kv`, per architecture; the MLA prefill stays BF16 in roofline.attention_ops),
     else BF16."""
-    fp8_mla, why = fp8_mla_decode_default(engine if engine != "unknown" else "other", hw.arch)
-    if not isinstance(m.attention, MLAAttention) or m.attention.indexer is not None:
-        why = "not a dense MLA model: BF16 attention math unless its kernel path sets its own (roofline.kernels)"
-        return "bf16", why
+    if not isinstance(m.attention, MLAAttention) or m.sparse_attention:
+        return (
+            "bf16",
+            "not a dense MLA model: BF16 attention math unless its kernel path sets its own (roofline.kernels)",
+        )
     if kv != "fp8":
         return "bf16", "BF16 attention math over a BF16 KV cache"
+    fp8_mla, why = fp8_mla_decode_default(engine if engine != "unknown" else "other", hw.arch)
     if fp8_mla:
         return "fp8", f"on MLA decode: {why}"
     return "bf16", f"BF16 MLA math over the FP8 cache: {why}"
@@ -112,9 +114,7 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
 def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> PrecisionMix:
     p = s.precision
     dense_ck, moe_ck = _checkpoint_formats(m)
-    sparse = isinstance(m.attention, CompressedAttention) or (
-        isinstance(m.attention, MLAAttention) and m.attention.indexer is not None
-    )
+    sparse = m.sparse_attention
     dense: str = p.dense
     moe: str = p.moe
     if dense == "unknown":

@@ -75,7 +75,10 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) 
     if x >= 0.999 * mu:  # the prefill pool cannot feed this batch: it binds, and the batch is what
         x, limit = 0.999 * mu, "prefill pool at capacity"  # that rate keeps in flight
         if decode_s > 0:
-            rate_decode_s = lambda v: x * max(osl - 1, 0) * decode_time(dec, v, kv_len) / tokens_per_step(dec)  # noqa: E731
+
+            def rate_decode_s(v: float) -> float:
+                return x * max(osl - 1, 0) * decode_time(dec, v, kv_len) / tokens_per_step(dec)
+
             b = _in_flight(rate_decode_s, b, dec.instances)
             tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
             decode_s = max(osl - 1, 0) * tpot

@@ -24,7 +24,7 @@ from planner.model.defaults import attention_default, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
 from planner.model.steps import memory
 from roofline.catalog import get_hardware, get_model
-from roofline.catalog.schema import CompressedAttention, HardwareSpec, MLAAttention, ModelSpec
+from roofline.catalog.schema import HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.errors import PlannerError
 from roofline.memory import kv_needed_tokens
@@ -156,9 +156,7 @@ def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[Pr
     dense MLA model's FP8 KV cache comes with the attention math `engine` runs over it
     (`planner.model.defaults.attention_default`, as a resolved scenario gets it); other models pair
     an FP8 cache with FP8 attention math, sparse ones try both maths over their FP8 cache."""
-    sparse = isinstance(m.attention, CompressedAttention) or (
-        isinstance(m.attention, MLAAttention) and m.attention.indexer is not None
-    )
+    sparse = m.sparse_attention
     fp8_att = attention_default(engine, m, hw, "fp8")[0] if isinstance(m.attention, MLAAttention) else "fp8"
     kv = [("bf16", "fp8"), ("fp8", "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]
     fmt = m.checkpoint_format

@@ -254,20 +254,20 @@ def _best(
     cache dtype the source leaves unknown is a launch flag (`--kv-cache-dtype fp8`), so it is searched
     like the layout: the FP8 cache where it does better for the metric than the engine's default."""
     cohorts = facts["cohorts"]
+    m, hw = get_model(q.model), get_hardware(q.hardware)
     best = _best_at(q, cons, facts["precision"], metric, cohorts)
     if best is not None:
         prec = facts["precision"]
         if "kv_cache" not in stated and prec.kv_cache != "fp8":
             fp8 = prec.model_copy(update={"kv_cache": "fp8"})
             if "attention" not in stated:  # the attention math the engine runs over that cache
-                att, _ = attention_default(facts["engine"], get_model(q.model), get_hardware(q.hardware), "fp8")
+                att, _ = attention_default(facts["engine"], m, hw, "fp8")
                 fp8 = fp8.model_copy(update={"attention": att})
             p = _best_at(q, cons, fp8, metric, cohorts)
             if p is not None and _objective(metric, p) > _objective(metric, best):
                 goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
                 return p, f"precision: searched (kv_cache unknown; FP8 KV for the {goal}): {_label(fp8)}"
         return best, ""
-    m, hw = get_model(q.model), get_hardware(q.hardware)
     note = ""
     for prec in precisions(m, hw, facts["engine"]):
         if prec == facts["precision"] or any(getattr(prec, k) != v for k, v in stated.items()):

@@ -134,6 +134,13 @@ class ModelSpec(StrictModel):
     def moe_layers(self) -> int:
         return self.num_layers - self.dense_layers
 
+    @property
+    def sparse_attention(self) -> bool:
+        """Top-k sparse attention (V4's compressed attention, an MLA with a DSA indexer): its kernels
+        read an FP8 KV cache and set their own math."""
+        att = self.attention
+        return isinstance(att, CompressedAttention) or (isinstance(att, MLAAttention) and att.indexer is not None)
+
 
 # ----------------------------------------------------------------------------- hardware
 
