@@ -167,7 +167,8 @@ def plan(
         if (best := s.best) is not None
     ]
     failed: list[str] = []
-    simulated = verify_ranked(q, recs, say, failed) if q.verify_top else 0
+    jobs = workers or os.cpu_count() or 1
+    simulated = verify_ranked(q, recs, say, failed, 1 if ray_address else jobs) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
     notes: list[str] = failed + _context(q)
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)

@@ -11,13 +11,18 @@ scenario).
 `verify_ranked` spends the plan's simulation budget: recommendations in rank order until enough
 meet, lower swept operating points of those that missed, then, where a lower batch met and a
 higher one missed, a bisection between them (`BISECTIONS` batches), so a plan is not left at half
-the batch the SLO allows because the sweep steps in powers of two.
+the batch the SLO allows because the sweep steps in powers of two. The first `verify_top`
+simulations, which every plan runs, run side by side in forked processes when `workers` allows; the
+figures are the same as one after another (each simulation is seeded), and their CPU time counts
+against the budget as if they had run here.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import TYPE_CHECKING
 
 from planner.inputs.edge import one_line
@@ -70,8 +75,26 @@ def verify(q: Question, p: Point) -> Metrics:
     return simulated_metrics(res, summary)
 
 
+def _timed(q: Question, p: Point) -> tuple[Metrics | None, str | None, float]:
+    """`verify` in a worker process: the figures or the reason they could not be had, and the CPU time."""
+    start = time.process_time()
+    try:
+        return verify(q, p), None, time.process_time() - start
+    except PlannerError as exc:
+        return None, str(exc), time.process_time() - start
+
+
+def _first_wave(q: Question, points: list[Point], workers: int) -> list[tuple[Metrics | None, str | None, float]]:
+    with ProcessPoolExecutor(min(workers, len(points)), mp_context=get_context("fork")) as pool:
+        return list(pool.map(_timed, [q] * len(points), points))
+
+
 def verify_ranked(
-    q: Question, recs: list[Recommendation], say: Callable[[str], None], failed: list[str] | None = None
+    q: Question,
+    recs: list[Recommendation],
+    say: Callable[[str], None],
+    failed: list[str] | None = None,
+    workers: int = 1,
 ) -> int:
     """Simulate recommendations in rank order until `verify_top` of them meet the SLO or the
     simulation budget is spent (the CPU-time part only once one meets): first each one's best
@@ -79,19 +102,32 @@ def verify_ranked(
     deployment, then for one that met only lower down, batches between (no traffic stated only:
     under a stated rate or concurrency the batch is what the traffic keeps in flight). A point the
     simulator cannot build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and
-    `failed` says why. Returns the number of simulations run."""
+    `failed` says why. With `workers` > 1 the first `verify_top` simulations run side by side.
+    Returns the number of simulations run."""
     simulated = 0
     start = time.process_time()
+    elsewhere = 0.0  # CPU seconds of simulations run in worker processes
     missed: dict[int, int] = {}  # id(rec) -> the lowest batch whose simulation missed
+    first = [r.point for r in recs[: q.verify_top]]
+    wave: dict[int, tuple[Metrics | None, str | None, float]] = {}
+    if workers > 1 and len(first) > 1:
+        say(f"simulating {len(first)} deployments side by side")
+        wave = {id(p): res for p, res in zip(first, _first_wave(q, first, workers), strict=True)}
 
     def run(r: Recommendation, p: Point) -> bool:
-        nonlocal simulated
-        say(f"simulating {p.deployment.describe()} at batch {p.batch}")
-        try:
-            m = verify(q, p)
-        except PlannerError as exc:
+        nonlocal simulated, elsewhere
+        if id(p) in wave:
+            m, why, cpu = wave.pop(id(p))
+            elsewhere += cpu
+        else:
+            say(f"simulating {p.deployment.describe()} at batch {p.batch}")
+            try:
+                m, why = verify(q, p), None
+            except PlannerError as exc:
+                m, why = None, str(exc)
+        if m is None:
             if failed is not None:
-                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(exc), 300)}")
+                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(why), 300)}")
             return False
         simulated += 1
         ok, slack = meets_slo(q, m)
@@ -102,7 +138,7 @@ def verify_ranked(
         return ok
 
     def spent() -> bool:
-        return simulated >= MAX_SIMULATED or time.process_time() - start > SIMULATION_BUDGET_S
+        return simulated >= MAX_SIMULATED or time.process_time() - start + elsewhere > SIMULATION_BUDGET_S
 
     def enough() -> bool:
         met = sum(bool(r.meets) for r in recs)

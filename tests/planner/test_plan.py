@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 from typer.testing import CliRunner
@@ -253,3 +254,54 @@ def test_point_at_a_swept_batch_is_the_sweeps_point():
         assert again is not None
         assert (again.batch, again.gpus, again.meets) == (p.batch, p.gpus, p.meets)
         assert again.out_tok_s_per_gpu == pytest.approx(p.out_tok_s_per_gpu, rel=1e-12)
+
+
+@dataclass(frozen=True)
+class _Dep:  # picklable stand-ins: the first wave's points travel to worker processes
+    name: str
+
+    def describe(self) -> str:
+        return self.name
+
+    def label(self, batch: int) -> str:
+        return f"{self.name} at batch {batch}"
+
+
+@dataclass(frozen=True)
+class _Pt:
+    deployment: _Dep
+    batch: int = 1
+
+
+def _fake_verify(q, p):
+    from types import SimpleNamespace
+
+    from roofline.errors import PlannerError
+
+    if p.deployment.name == "broken":
+        raise PlannerError("KV pool too small")
+    return SimpleNamespace(name=p.deployment.name)
+
+
+def test_the_first_wave_runs_side_by_side_with_the_same_outcome(monkeypatch):
+    """With workers > 1 the first `verify_top` simulations run in forked processes: the same recommendations
+    meet, the same count is simulated, and a point the simulator cannot build is reported as before."""
+    from types import SimpleNamespace
+
+    from planner.search import plan as plan_mod
+    from planner.search import verify as verify_mod
+
+    monkeypatch.setattr(verify_mod, "verify", _fake_verify)
+    monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (m.name in {"a", "c"}, {"tpot_ms": 1.0}))
+    outcomes = []
+    for workers in (1, 2):
+        recs = [plan_mod.Recommendation(None, _Pt(_Dep(n))) for n in ("a", "broken", "c", "d")]  # type: ignore[arg-type]
+        said: list[str] = []
+        failed: list[str] = []
+        q = SimpleNamespace(verify_top=3, rate=None, concurrency=None)
+        n = verify_mod.verify_ranked(q, recs, said.append, failed, workers)  # type: ignore[arg-type]
+        outcomes.append((n, [r.meets for r in recs], failed))
+        assert any("side by side" in s for s in said) == (workers > 1)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == 3
+    assert outcomes[0][2] == ["not simulated, broken at batch 1: KV pool too small"]
