@@ -18,6 +18,7 @@ class KernelPath:
     fixed_s: float
     source: str
     tile_m: int = 0
+    token_tile: bool = False  # tile_m is the largest token tile; each expert's is the power of two that fits
     weight_reuse: bool = True
     math: Literal["bf16", "fp8", "fp4"] | None = None  # the MMA rate, where not the op's
 
@@ -159,9 +160,25 @@ KERNELS: dict[str, KernelPath] = {
             6,
             "vLLM on SM100 runs MXFP4 MoE as FlashInfer MXFP4 x BF16 by default (vllm-project/vllm #23008, "
             "#23696: MXFP8 activations only with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); efficiency of "
+            "cute-dsl-grouped-sm100; token tiles as trtllm-gen-mxfp4-sm100 (the same FlashInfer "
+            "trtllm_fp4_block_scale_moe kernels)",
+            tile_m=128,
+            token_tile=True,
+            math="bf16",
+        ),
+        _bw(
+            "trtllm-gen-mxfp4-sm100",
+            0.58,
+            0.65,
+            6,
+            "TensorRT-LLM's TRTLLM MoE backend, its default for MXFP4 weights with MXFP8 activations on "
+            "B200/GB200/B300/GB300 (gpt-oss deployment guide, MoE backend support matrix), and SGLang's "
+            "flashinfer_mxfp4 runner on sm_100 (the same FlashInfer trtllm-gen kernels): batched GEMMs with "
+            "the tokens on the MMA's N side, each expert's token tile the next power of two of its tokens, 8 "
+            "to 128 (TensorRT-LLM trtllm_gen_custom_ops.calculate_tile_tokens_dim); efficiency of "
             "cute-dsl-grouped-sm100",
             tile_m=128,
-            math="bf16",
+            token_tile=True,
         ),
         _bw("flashmla-sparse-prefill-sm100", 0.64, 0.80, 15, "FlashMLA README: sparse MLA prefill 1450 TF on B200"),
         _bw("fmha-prefill-sm100", 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),

@@ -57,6 +57,7 @@ _DEFAULTS: dict[tuple[str, str, str], str] = {
     ("sm_90", "indexer", "*"): "deepgemm-mqa-logits-sm90",
     ("sm_90", "elementwise", "*"): "elementwise-sm90",
     ("sm_100", "gemm", "*"): "cutlass-gemm-sm100",
+    ("sm_100", "moe_gemm", "mxfp4"): "trtllm-gen-mxfp4-sm100",
     ("sm_100", "moe_gemm", "*"): "cute-dsl-grouped-sm100",
     ("sm_100", "mla_decode", "*"): "trtllm-gen-mla-sm100",
     ("sm_100", "sparse_attn", "*"): "dsa-sparse-sm100",

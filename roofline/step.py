@@ -21,6 +21,7 @@ from roofline.batch import StepBatch
 from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
+from roofline.kernel_paths import KernelPath
 from roofline.kernels import select
 from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
@@ -79,6 +80,16 @@ def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
     return OpTime(op.name, op.category, ideal / eta, op.flops, op.bytes, f"{op.family} ({label})", bound, "calibrated")
 
 
+def _padding(path: KernelPath, rows: float) -> float:
+    """FLOPs run over FLOPs needed for a grouped GEMM with `rows` rows per expert: each expert's rows
+    padded to the kernel's tile, `tile_m`, or for a token-tiled kernel to the next power of two from 8
+    up to `tile_m` (then whole `tile_m` tiles)."""
+    tile = path.tile_m
+    if path.token_tile:
+        tile = min(tile, max(8, 1 << max(0, math.ceil(rows) - 1).bit_length()))
+    return math.ceil(rows / tile) * tile / rows
+
+
 def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if op.family == "comm":
         return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, "nccl/deepep", "comm", "roofline")
@@ -91,7 +102,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     peak = peak_flops(hw, rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops
     if path.tile_m and op.rows_per_group > 0:
-        flops *= math.ceil(op.rows_per_group / path.tile_m) * path.tile_m / op.rows_per_group
+        flops *= _padding(path, op.rows_per_group)
     t_c = flops / (peak * path.compute_eff)
     t_m = op.bytes / (hw.mem_bw * path.memory_eff)
     fixed = op.launches * path.fixed_s * inst.runtime.fixed_cost_scale
