@@ -121,3 +121,19 @@ def test_trtllm_kv_cache_follows_the_checkpoint(model: str, precision: dict[str,
     pool = resolve(s).deployment.first("aggregated")
     assert pool is not None
     assert pool.instance.precision.kv_cache == expected
+
+
+def test_explain_offers_fp8_mla_math_only_where_the_engine_runs_it() -> None:
+    """`planner explain`'s levers follow the same rule: vLLM keeps BF16 MLA math over an FP8 cache, so no
+    'fp8 attention' lever is offered there, and its FP8-cache lever keeps BF16 math; TensorRT-LLM's is FP8."""
+    from planner.model.explain import candidate_levers
+
+    def levers(engine: str, kv: str) -> dict[str, str]:
+        res = _resolve(engine, "h200-sxm", kv=kv)
+        main = res.deployment.first("aggregated").instance
+        found = candidate_levers(res, main).items()
+        return {name: str(change(main).precision.attention) for name, (change, _) in found}
+
+    assert not any("attention (KV cache already fp8)" in n for n in levers("vllm", "fp8"))
+    assert levers("vllm", "bf16")["fp8 KV cache (bf16 attention math, as vllm runs it)"] == "bf16"
+    assert levers("trtllm", "bf16")["fp8 attention and KV cache"] == "fp8"
