@@ -180,6 +180,16 @@ KERNELS: dict[str, KernelPath] = {
             tile_m=128,
             token_tile=True,
         ),
+        _bw(
+            "deepgemm-fp8-fp4-grouped-sm100",
+            0.58,
+            0.65,
+            6,
+            "DeepGEMM m-grouped FP8 x FP4 GEMMs on SM100 (contiguous, masked, Mega MoE: "
+            "m_grouped_fp8_fp4_gemm_nt_contiguous), FP8 activations, each expert's rows aligned to the "
+            "128-row M tile (get_mk_alignment_for_contiguous_layout); efficiency of cute-dsl-grouped-sm100",
+            tile_m=128,
+        ),
         _bw("flashmla-sparse-prefill-sm100", 0.64, 0.80, 15, "FlashMLA README: sparse MLA prefill 1450 TF on B200"),
         _bw("fmha-prefill-sm100", 0.65, 0.80, 15, "FlashMLA README: MHA prefill 1460 TF on B200"),
         _bw("gqa-decode-sm100", 0.50, 0.80, 8, "trtllm-gen decode attention, memory-bound"),

@@ -13,16 +13,21 @@ every token routed to it.
 Selection is a registry keyed by (architecture, op family, weight format); an engine's own choice on
 an architecture (`engine`: `family:format` -> path, from planner/engines, e.g. SGLang's MXFP4
 slot-GEMV on sm_120) comes before it, and `overrides` (op family -> path name) before both, so a
-what-if can swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. This
-module knows no model and no batch; `roofline.step` prices ops with it.
+what-if can swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. `path_for` is the one
+entry for an instance's op: it puts a model's own expert kernels (`MoE.kernels`: DeepSeek-V4's FP4
+experts run on DeepGEMM in every engine that serves it, not on the engines' MXFP4 default) above the
+engine's choice. Besides that, this module knows no model and no batch; `roofline.step` prices ops with it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from roofline.errors import MissingKernelDataError
 from roofline.kernel_paths import KERNELS, KernelPath
+
+if TYPE_CHECKING:
+    from roofline.deployment import InstanceSpec
 
 OpFamily = Literal[
     "gemm",
@@ -125,3 +130,11 @@ def select(
 
 
 __all__ = ["ARCH_FAMILY", "KERNELS", "TENSOR_CORE_ALTERNATIVE", "KernelPath", "OpFamily", "select"]
+
+
+def path_for(inst: InstanceSpec, family: str, fmt: str = "*") -> KernelPath:
+    """The kernel path an op of `inst` runs: the scenario's overrides, then the model's own expert
+    kernels on this architecture (`MoE.kernels`), then the engine's choice, then the default."""
+    rt, moe = inst.runtime, inst.model.moe
+    own = moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {}) if moe else {}
+    return select(inst.hardware.arch, family, fmt, rt.kernel_overrides, {**rt.engine_kernels, **own})

@@ -24,7 +24,7 @@ from typing import Literal
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec, RuntimeOptions
 from roofline.imbalance import imbalance, max_normal_mean, popularity_excess
-from roofline.kernels import select
+from roofline.kernels import path_for
 from roofline.params import (
     dense_ffn_params,
     expert_params,
@@ -186,8 +186,7 @@ def ffn_ops(inst: InstanceSpec, b: StepBatch, layer_scale: float, mtp: bool = Fa
     ep_params = expert_params(m) / p.moe_tp
     wb = BYTES_PER_PARAM[prec.moe]
     family = "moe_gemv" if not b.prefill_tokens else "moe_gemm"  # decode-only steps may use GEMV kernels
-    rt = inst.runtime
-    path = select(inst.hardware.arch, family, prec.moe, rt.kernel_overrides, rt.engine_kernels)
+    path = path_for(inst, family, prec.moe)
     weights = (pairs_max if not path.weight_reuse else max(touched, 1.0)) * ep_params * wb
     ops.append(
         Op(

@@ -22,7 +22,7 @@ from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernel_paths import KernelPath
-from roofline.kernels import select
+from roofline.kernels import path_for
 from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
@@ -97,7 +97,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if calibrated is not None:
         return calibrated
     hw = inst.hardware
-    path = select(hw.arch, op.family, op.fmt, inst.runtime.kernel_overrides, inst.runtime.engine_kernels)
+    path = path_for(inst, op.family, op.fmt)
     rate = path.math or op.rate
     peak = peak_flops(hw, rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops

@@ -20,7 +20,7 @@ from planner.model.metrics import Metrics
 from roofline.catalog.schema import MLAAttention
 from roofline.deployment import InstanceSpec, MTPConfig
 from roofline.errors import PlannerError
-from roofline.kernels import TENSOR_CORE_ALTERNATIVE, select
+from roofline.kernels import TENSOR_CORE_ALTERNATIVE, path_for
 from roofline.precision import peak_flops
 from roofline.step import CATEGORIES, StepCost
 
@@ -77,8 +77,7 @@ def candidate_levers(
     hw, m, prec, rt = res.hardware, res.model, main.precision, main.runtime
     out: dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]] = {}
     fallbacks = {
-        f: select(hw.arch, f, fmt, rt.kernel_overrides, rt.engine_kernels).name
-        for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))
+        f: path_for(main, f, fmt).name for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))
     }
     tc = {f: TENSOR_CORE_ALTERNATIVE[n] for f, n in fallbacks.items() if n in TENSOR_CORE_ALTERNATIVE}
     if tc:

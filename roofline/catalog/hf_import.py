@@ -119,6 +119,7 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
             topk_group=_opt_int(cfg, "topk_group", 1),
             hash_layers=_opt_int(cfg, "num_hash_layers"),
         )
+        moe = _own_expert_kernels(mtype, moe)
         dense_layers = _opt_int(cfg, "first_k_dense_replace")
         if mtype == "qwen3_moe" and cfg.get("mlp_only_layers"):
             dense_layers = len(_list(cfg["mlp_only_layers"], "mlp_only_layers"))
@@ -192,6 +193,17 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
         context_window=_opt_int(cfg, "max_position_embeddings") or None,
         source=source,
     )
+
+
+def _own_expert_kernels(mtype: str, moe: MoE) -> MoE:
+    """A DeepSeek-V4 config gets the expert kernels the catalog's V4 entry names (`MoE.kernels`: the
+    engines run V4's FP4 experts on DeepGEMM), so an imported V4 is priced as the catalog's is."""
+    if mtype != "deepseek_v4":
+        return moe
+    from roofline.catalog import get_model  # noqa: PLC0415 - the catalog imports this module
+
+    v4 = get_model("deepseek-v4-pro").moe
+    return moe if v4 is None else moe.model_copy(update={"kernels": v4.kernels, "kernels_source": v4.kernels_source})
 
 
 def model_from_hf_file(path: str | Path) -> ModelSpec:

@@ -79,11 +79,17 @@ class MoE(StrictModel):
     n_group: int = Field(default=1, gt=0)  # group-limited routing (DeepSeek: 8 groups, top 4)
     topk_group: int = Field(default=1, gt=0)
     hash_layers: int = Field(default=0, ge=0)  # V4: first layers route by token hash, no gate
+    # where the engines run this model's experts on the model's own kernels whatever their default for
+    # the format: architecture family -> {"family:format": kernel path} (roofline.kernels.path_for)
+    kernels: dict[str, dict[str, str]] = Field(default_factory=dict)
+    kernels_source: str = ""
 
     @model_validator(mode="after")
     def _check(self) -> MoE:
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
+        if self.kernels and not self.kernels_source:
+            raise ValueError("moe.kernels needs moe.kernels_source: where the engines' choice is stated")
         return self
 
 

@@ -156,3 +156,45 @@ def test_busiest_rank_experts_matches_sampled_top8_routing(tokens, ep):
     sampled = touched.reshape(trials, ep, experts // ep).sum(axis=2).max(axis=1).mean()
     p_touch = 1 - math.exp(-tokens * top_k / experts)
     assert busiest_rank_experts(experts // ep, p_touch, ep) == pytest.approx(sampled, rel=0.03)
+
+
+def test_grouped_gemm_rows_pad_to_the_kernels_tile():
+    """A CuTe-DSL grouped GEMM pads each expert's rows to 128; the trtllm-gen batched GEMMs that run
+    MXFP4 experts on sm_100 pick the next power of two of the expert's tokens, 8 to 128, then whole
+    128-token tiles (TensorRT-LLM calculate_tile_tokens_dim)."""
+    from roofline.kernel_paths import KERNELS
+    from roofline.kernels import select
+    from roofline.step import _padding
+
+    cute, gen = KERNELS["cute-dsl-grouped-sm100"], KERNELS["trtllm-gen-mxfp4-sm100"]
+    assert _padding(cute, 2.0) == 64.0
+    assert _padding(gen, 2.0) == 4.0  # an 8-token tile
+    assert _padding(gen, 9.0) == pytest.approx(16 / 9)
+    assert _padding(gen, 64.0) == 1.0
+    assert _padding(gen, 200.0) == pytest.approx(256 / 200)
+    assert select("sm_100", "moe_gemm", "mxfp4", {}, {}).name == "trtllm-gen-mxfp4-sm100"
+    assert select("sm_100", "moe_gemm", "nvfp4", {}, {}).name == "cute-dsl-grouped-sm100"
+
+
+def test_a_models_own_expert_kernels_come_before_the_engines_mxfp4_default(shared_dir):
+    """DeepSeek-V4's FP4 experts run on DeepGEMM (128-row tiles) in every engine, even where the engine's
+    MXFP4 choice is FlashInfer's (vLLM on sm_100); gpt-oss keeps the engine's; Hopper is untouched; an
+    imported V4 config.json gets the catalog entry's kernels."""
+    from roofline.catalog import get_model
+    from roofline.kernels import path_for
+
+    vllm = {"moe_gemm:mxfp4": "flashinfer-mxfp4-bf16-grouped-sm100"}
+
+    def moe_path(model: str, hardware: str) -> str:
+        inst = make_instance(model, hardware, gpus=8, tp=1, dp=8, moe="mxfp4")
+        if inst.hardware.is_blackwell:  # the profile gives vLLM's choice on sm_100 only
+            inst = inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"engine_kernels": vllm})})
+        return path_for(inst, "moe_gemv", "mxfp4").name
+
+    assert moe_path("deepseek-v4-pro", "b200") == "deepgemm-fp8-fp4-grouped-sm100"
+    assert moe_path("deepseek-v4-flash", "gb300-nvl72") == "deepgemm-fp8-fp4-grouped-sm100"  # sm_103
+    assert moe_path("gpt-oss-120b", "b200") == "flashinfer-mxfp4-bf16-grouped-sm100"
+    assert moe_path("deepseek-v4-pro", "h200-sxm") == "marlin-w4a16-sm90"
+    imported = get_model(str(shared_dir / "reference/hf_configs/deepseek-ai--DeepSeek-V4-Pro_config.json"))
+    assert imported.moe is not None
+    assert imported.moe.kernels == get_model("deepseek-v4-pro").moe.kernels  # type: ignore[union-attr]
