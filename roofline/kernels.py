@@ -132,9 +132,15 @@ def select(
 __all__ = ["ARCH_FAMILY", "KERNELS", "TENSOR_CORE_ALTERNATIVE", "KernelPath", "OpFamily", "select"]
 
 
+def chosen_paths(inst: InstanceSpec) -> dict[str, str]:
+    """The paths `inst` runs by choice rather than by the architecture's default: the engine's
+    (`family:format` -> path), with the model's own expert kernels on this architecture over them."""
+    moe = inst.model.moe
+    own = moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {}) if moe else {}
+    return {**inst.runtime.engine_kernels, **own}
+
+
 def path_for(inst: InstanceSpec, family: str, fmt: str = "*") -> KernelPath:
     """The kernel path an op of `inst` runs: the scenario's overrides, then the model's own expert
     kernels on this architecture (`MoE.kernels`), then the engine's choice, then the default."""
-    rt, moe = inst.runtime, inst.model.moe
-    own = moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {}) if moe else {}
-    return select(inst.hardware.arch, family, fmt, rt.kernel_overrides, {**rt.engine_kernels, **own})
+    return select(inst.hardware.arch, family, fmt, inst.runtime.kernel_overrides, chosen_paths(inst))

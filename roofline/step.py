@@ -22,7 +22,7 @@ from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernel_paths import KernelPath
-from roofline.kernels import path_for
+from roofline.kernels import chosen_paths, path_for
 from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
@@ -65,7 +65,7 @@ class StepCost:
 def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
     """Price from a measured efficiency table (roofline.calibrated), where one applies."""
     rt = inst.runtime
-    engine_path = any(k.split(":")[0] == op.family for k in rt.engine_kernels)
+    engine_path = any(k.split(":")[0] == op.family for k in chosen_paths(inst))
     if op.family in rt.kernel_overrides or engine_path or (not op.flops and not op.bytes):
         return None
     hit = lookup(inst.hardware, op.family, op.fmt)
