@@ -1,7 +1,8 @@
 """The kernel-path table: each path's tensor-core use, compute and memory efficiency priors, fixed
-cost per launch and the rate its MMAs run at, with the source of every number. `roofline.kernels`
-selects a path for an op (architecture, family, format, engine and what-if overrides); this module
-holds only the data and its Blackwell derating (SM100_DEPLOYED_COMPUTE)."""
+cost per launch, the rate its MMAs run at and how a grouped GEMM pads its rows (`tile_m`, `token_tile`,
+`weight_reuse`), with the source of every number. `roofline.kernels` selects a path for an op
+(architecture, family, format; the engine's and the model's own choices; what-if overrides); this
+module holds only the data and its Blackwell derating (SM100_DEPLOYED_COMPUTE)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class KernelPath:
     fixed_s: float
     source: str
     tile_m: int = 0
-    token_tile: bool = False  # tile_m is the largest token tile; each expert's is the power of two that fits
+    token_tile: bool = False  # tile_m is the largest token tile; a launch's is the power of two its rows fit
     weight_reuse: bool = True
     math: Literal["bf16", "fp8", "fp4"] | None = None  # the MMA rate, where not the op's
 

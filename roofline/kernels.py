@@ -6,17 +6,19 @@ A kernel path turns an op's FLOPs and bytes into time:
 where `peak` is the tensor-core rate of the op's precision (or of the path's own `math` where its MMAs
 run at another rate than the operands' storage: FlashMLA dequantizes an FP8 KV cache to BF16, Marlin
 and vLLM's SM100 MXFP4 MoE multiply BF16 activations), or the CUDA-core FP32 rate for paths without
-tensor cores (the sm_120 fallbacks of seed 003). `tile_m` pads grouped-GEMM rows to the
-MMA tile. `weight_reuse=False` marks slot-GEMV kernels that re-read an expert's weights for
-every token routed to it.
+tensor cores (the sm_120 fallbacks of seed 003). A grouped GEMM's FLOPs are padded to the path's tile:
+`tile_m` rows per expert, or for a `token_tile` path (trtllm-gen) the power of two, 8 to `tile_m`, that
+holds the op's mean tokens per touched expert (one tile per launch, as TensorRT-LLM's
+calculate_tile_tokens_dim picks it). `weight_reuse=False` marks slot-GEMV kernels that re-read an
+expert's weights for every token routed to it.
 
-Selection is a registry keyed by (architecture, op family, weight format); an engine's own choice on
-an architecture (`engine`: `family:format` -> path, from planner/engines, e.g. SGLang's MXFP4
-slot-GEMV on sm_120) comes before it, and `overrides` (op family -> path name) before both, so a
-what-if can swap paths, e.g. a tensor-core sparse-MLA kernel on sm_120. `path_for` is the one
-entry for an instance's op: it puts a model's own expert kernels (`MoE.kernels`: DeepSeek-V4's FP4
-experts run on DeepGEMM in every engine that serves it, not on the engines' MXFP4 default) above the
-engine's choice. Besides that, this module knows no model and no batch; `roofline.step` prices ops with it.
+Selection (`select`) is a registry keyed by (architecture, op family, weight format); a choice map
+(`family:format` or `family` -> path) comes before it, and `overrides` (op family -> path name, a
+scenario's or a what-if's) before both. `path_for` is the one entry for an instance's op: its choice
+map (`chosen_paths`) is the engine's (planner/engines, e.g. SGLang's MXFP4 slot-GEMV on sm_120) with
+the model's own expert kernels over it (`MoE.kernels`: vLLM, SGLang and lmdeploy run DeepSeek-V4's FP4
+experts on DeepGEMM, not on their MXFP4 default). This module knows no batch; `roofline.step` prices
+ops with it.
 """
 
 from __future__ import annotations
@@ -129,14 +131,32 @@ def select(
     return KERNELS[default]
 
 
-__all__ = ["ARCH_FAMILY", "KERNELS", "TENSOR_CORE_ALTERNATIVE", "KernelPath", "OpFamily", "select"]
+__all__ = [
+    "ARCH_FAMILY",
+    "KERNELS",
+    "TENSOR_CORE_ALTERNATIVE",
+    "KernelPath",
+    "OpFamily",
+    "chosen_paths",
+    "path_for",
+    "runs_default",
+    "select",
+    "tensor_core_alternatives",
+]
 
 
 def chosen_paths(inst: InstanceSpec) -> dict[str, str]:
     """The paths `inst` runs by choice rather than by the architecture's default: the engine's
-    (`family:format` -> path), with the model's own expert kernels on this architecture over them."""
+    (`family:format` -> path), with the model's own expert kernels on this architecture over them. A
+    model's entry also covers the families that fall back to its family (`moe_gemv` to `moe_gemm`), so
+    an engine's decode-only choice cannot win over it."""
     moe = inst.model.moe
-    own = moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {}) if moe else {}
+    own = dict(moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {})) if moe else {}
+    for key, path in list(own.items()):
+        fam, sep, fmt = key.partition(":")
+        for child, parent in _FALLBACK_FAMILY.items():
+            if parent == fam:
+                own.setdefault(f"{child}{sep}{fmt}", path)
     return {**inst.runtime.engine_kernels, **own}
 
 
@@ -144,3 +164,20 @@ def path_for(inst: InstanceSpec, family: str, fmt: str = "*") -> KernelPath:
     """The kernel path an op of `inst` runs: the scenario's overrides, then the model's own expert
     kernels on this architecture (`MoE.kernels`), then the engine's choice, then the default."""
     return select(inst.hardware.arch, family, fmt, inst.runtime.kernel_overrides, chosen_paths(inst))
+
+
+def runs_default(inst: InstanceSpec, family: str, fmt: str = "*") -> bool:
+    """Whether the op runs the architecture's default path (what a calibrated table measured), not one
+    chosen by a what-if, the model or the engine."""
+    return path_for(inst, family, fmt).name == select(inst.hardware.arch, family, fmt).name
+
+
+def tensor_core_alternatives(inst: InstanceSpec) -> dict[str, str]:
+    """Op family -> the tensor-core path that would replace each CUDA-core fallback `inst` runs (sparse
+    attention, the DSA indexer, decode-only MoE): the what-if `planner explain` and the dashboard offer."""
+    out = {}
+    for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", inst.precision.moe)):
+        name = path_for(inst, family, fmt).name
+        if name in TENSOR_CORE_ALTERNATIVE:
+            out[family] = TENSOR_CORE_ALTERNATIVE[name]
+    return out

@@ -22,7 +22,7 @@ from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernel_paths import KernelPath
-from roofline.kernels import chosen_paths, path_for
+from roofline.kernels import path_for, runs_default
 from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
@@ -64,10 +64,8 @@ class StepCost:
 
 def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
     """Price from a measured efficiency table (roofline.calibrated), where one applies."""
-    rt = inst.runtime
-    engine_path = any(k.split(":")[0] == op.family for k in chosen_paths(inst))
-    if op.family in rt.kernel_overrides or engine_path or (not op.flops and not op.bytes):
-        return None
+    if not runs_default(inst, op.family, op.fmt) or (not op.flops and not op.bytes):
+        return None  # a table measured the default path, not one a what-if, the model or the engine chose
     hit = lookup(inst.hardware, op.family, op.fmt)
     if hit is None:
         return None
@@ -81,9 +79,12 @@ def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
 
 
 def _padding(path: KernelPath, rows: float) -> float:
-    """FLOPs run over FLOPs needed for a grouped GEMM with `rows` rows per expert: each expert's rows
-    padded to the kernel's tile, `tile_m`, or for a token-tiled kernel to the next power of two from 8
-    up to `tile_m` (then whole `tile_m` tiles)."""
+    """FLOPs run over FLOPs needed for a grouped GEMM with a mean of `rows` rows per touched expert:
+    the rows padded to the kernel's tile, `tile_m`, or for a token-tiled kernel to the power of two from
+    8 up to `tile_m` that holds them (one tile for the launch, as TensorRT-LLM's calculate_tile_tokens_dim
+    picks it), then whole tiles."""
+    assert rows > 0, rows
+    assert path.tile_m > 0, path.name
     tile = path.tile_m
     if path.token_tile:
         tile = min(tile, max(8, 1 << max(0, math.ceil(rows) - 1).bit_length()))

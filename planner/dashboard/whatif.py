@@ -21,7 +21,7 @@ from planner.model.estimator import estimate, estimate_deployment
 from planner.model.explain import speed_of_light
 from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
-from roofline.kernels import TENSOR_CORE_ALTERNATIVE, path_for
+from roofline.kernels import tensor_core_alternatives
 from roofline.memory import MemoryPlan
 from roofline.step import CATEGORIES, StepCost
 
@@ -118,13 +118,7 @@ def tensor_core_overrides(scn: dict[str, Any]) -> dict[str, str]:
             {**scn, "runtime": {k: v for k, v in (scn.get("runtime") or {}).items() if k != "kernel_overrides"}}
         )
     )
-    inst = res.deployment.pools[0].instance
-    out = {}
-    for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", inst.precision.moe)):
-        name = path_for(inst, family, fmt).name
-        if name in TENSOR_CORE_ALTERNATIVE:
-            out[family] = TENSOR_CORE_ALTERNATIVE[name]
-    return out
+    return tensor_core_alternatives(res.deployment.pools[0].instance)
 
 
 @dataclass(slots=True)

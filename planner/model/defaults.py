@@ -81,13 +81,15 @@ class Resolved:
         return replace(self, deployment=self.deployment.without_serving_path())
 
 
-def _checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
+def checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
+    """The (dense, experts) formats of the model's published checkpoint: what a deployment that states
+    no precision runs, and the mix the plan's search always tries."""
     fmt = m.checkpoint_format
     dense = "fp8" if fmt.startswith("fp8") else "bf16"
-    if "fp4" in fmt or "mxfp4" in fmt:
-        moe = "mxfp4"
-    elif fmt.startswith("nvfp4"):
+    if fmt.startswith("nvfp4"):  # an NVFP4 (ModelOpt / compressed-tensors group-16) checkpoint
         dense, moe = "fp8", "nvfp4"
+    elif "fp4" in fmt:  # MXFP4 experts (gpt-oss; DeepSeek-V4's FP4 experts)
+        moe = "mxfp4"
     else:
         moe = dense
     return dense, moe
@@ -111,9 +113,20 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
     return "bf16", f"BF16 MLA math over the FP8 cache: {why}"
 
 
+def fp8_cache_attention(engine: str, m: ModelSpec, hw: HardwareSpec) -> str:
+    """The attention math the plan's search pairs with an FP8 KV cache (and `planner explain`'s FP8-cache
+    lever): a dense MLA model's is the engine's (`attention_default`: not a choice an operator makes);
+    for other models FP8 attention is a launch choice (an FP8 FMHA), so the search tries it. A resolved
+    scenario with the attention unstated, and the unknowns search's FP8-cache trial, take
+    `attention_default` instead: what the engine runs when nothing is chosen."""
+    if isinstance(m.attention, MLAAttention) and not m.sparse_attention:
+        return attention_default(engine, m, hw, "fp8")[0]
+    return "fp8"
+
+
 def _precision(s: Scenario, m: ModelSpec, hw: HardwareSpec, note: list[str]) -> PrecisionMix:
     p = s.precision
-    dense_ck, moe_ck = _checkpoint_formats(m)
+    dense_ck, moe_ck = checkpoint_formats(m)
     sparse = m.sparse_attention
     dense: str = p.dense
     moe: str = p.moe

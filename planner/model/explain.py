@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from planner.model.defaults import Resolved, attention_default
+from planner.model.defaults import Resolved, fp8_cache_attention
 from planner.model.deployment import Deployment, Pool
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
-from roofline.catalog.schema import MLAAttention
 from roofline.deployment import InstanceSpec, MTPConfig
 from roofline.errors import PlannerError
-from roofline.kernels import TENSOR_CORE_ALTERNATIVE, path_for
+from roofline.kernels import TENSOR_CORE_ALTERNATIVE, tensor_core_alternatives
 from roofline.precision import peak_flops
 from roofline.step import CATEGORIES, StepCost
 
@@ -76,30 +75,20 @@ def candidate_levers(
 ) -> dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]]:
     hw, m, prec, rt = res.hardware, res.model, main.precision, main.runtime
     out: dict[str, tuple[Callable[[InstanceSpec], InstanceSpec], str]] = {}
-    fallbacks = {
-        f: path_for(main, f, fmt).name for f, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", prec.moe))
-    }
-    tc = {f: TENSOR_CORE_ALTERNATIVE[n] for f, n in fallbacks.items() if n in TENSOR_CORE_ALTERNATIVE}
+    tc = tensor_core_alternatives(main)
     if tc:
         out["tensor-core kernels for " + ", ".join(sorted(tc))] = (
             lambda i: _runtime(i, kernel_overrides={**i.runtime.kernel_overrides, **tc}),
             "replaces the CUDA-core fallbacks (the ceiling a custom kernel would reach)",
         )
-    # over an FP8 cache a dense MLA model's attention math is the engine's (as a resolved scenario and
-    # the plan's precision mixes get it); other models pair an FP8 cache with FP8 math, as the plan does
-    mla = isinstance(m.attention, MLAAttention) and not m.sparse_attention
-    att = attention_default(res.deployment.engine, m, hw, "fp8")[0] if mla else "fp8"
+    att = fp8_cache_attention(res.deployment.engine, m, hw)  # as the plan's precision mixes pair them
     if prec.attention == "bf16" and prec.kv_cache == "fp8" and att == "fp8":  # the KV bytes are already halved
         out["fp8 attention (KV cache already fp8)"] = (
             lambda i: _precision(i, attention="fp8"),
             "FP8 attention math; KV bytes and capacity unchanged",
         )
     elif prec.attention == "bf16" and prec.kv_cache != "fp8":
-        name = (
-            "fp8 attention and KV cache"
-            if att == "fp8"
-            else f"fp8 KV cache ({att} attention math, as {res.deployment.engine} runs it)"
-        )
+        name = "fp8 attention and KV cache" if att == "fp8" else f"fp8 KV cache ({att} attention math, the engine's)"
         out[name] = (
             lambda i: _precision(i, attention=att, kv_cache="fp8"),
             "halves KV bytes, doubles KV capacity",

@@ -3,7 +3,8 @@
 Two stages. (1) Every candidate of `planner.search.space` is scored by `planner.search.score` (the step-cost
 model, means) on a local process pool, or on a Ray cluster with `ray_address`. (2) The top
 candidates by the objective are simulated under the question's traffic and their p90s checked
-against the SLO; verified candidates rank first. When nothing meets the SLO the answer names the
+against the SLO (`planner.search.verify`: the first `verify_top` side by side in forked processes on a
+local run, one after another under Ray); verified candidates rank first. When nothing meets the SLO the answer names the
 closest candidate and the constraint that binds, as an outcome, not an exception.
 """
 
@@ -142,7 +143,8 @@ def plan(
         raise PlannerError(problem)
     cands, pruned = candidates(q, m, hw)
     say(f"scoring {len(cands)} candidates")
-    all_scored = _score_parallel(q, cands, workers or os.cpu_count() or 1, ray_address)
+    jobs = workers or os.cpu_count() or 1
+    all_scored = _score_parallel(q, cands, jobs, ray_address)
     for s in all_scored:
         if s.error:
             kind = s.error.split(":")[0]  # scoring failed: the traffic, not only the weights, is priced
@@ -167,7 +169,6 @@ def plan(
         if (best := s.best) is not None
     ]
     failed: list[str] = []
-    jobs = workers or os.cpu_count() or 1
     simulated = verify_ranked(q, recs, say, failed, 1 if ray_address else jobs) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
     notes: list[str] = failed + _context(q)

@@ -20,11 +20,11 @@ from functools import cache
 from pydantic import ValidationError
 
 from planner.inputs.question import Question
-from planner.model.defaults import attention_default, mtp_acceptance
+from planner.model.defaults import checkpoint_formats, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
 from planner.model.steps import memory
 from roofline.catalog import get_hardware, get_model
-from roofline.catalog.schema import HardwareSpec, MLAAttention, ModelSpec
+from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
 from roofline.errors import PlannerError
 from roofline.memory import kv_needed_tokens
@@ -152,19 +152,20 @@ def stated_layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, state
 
 
 def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[PrecisionMix]:
-    """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell). A
+    """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell; a published
+    MXFP4 checkpoint's own experts wherever they run, `planner.model.defaults.checkpoint_formats`). A
     dense MLA model's FP8 KV cache comes with the attention math `engine` runs over it
     (`planner.model.defaults.attention_default`, as a resolved scenario gets it); other models pair
     an FP8 cache with FP8 attention math, sparse ones try both maths over their FP8 cache."""
     sparse = m.sparse_attention
-    fp8_att = attention_default(engine, m, hw, "fp8")[0] if isinstance(m.attention, MLAAttention) else "fp8"
+    fp8_att = fp8_cache_attention(engine, m, hw)
     kv = [("bf16", "fp8"), ("fp8", "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]
     fmt = m.checkpoint_format
     dense = ["fp8"] if fmt.startswith("fp8") or fmt.startswith("nvfp4") else ["bf16", "fp8"]
     experts = {"fp8"} if m.moe else {dense[0]}
     if m.moe and hw.is_blackwell and hw.peak_tflops.fp4:
         experts.add("nvfp4")
-    if m.moe and "fp4" in fmt and not hw.is_blackwell:
+    if m.moe and checkpoint_formats(m)[1] == "mxfp4":  # the published MXFP4 experts, on every GPU that runs them
         experts.add("mxfp4")
     return [
         PrecisionMix.model_validate({"attention": a, "kv_cache": k, "dense": d, "moe": e})

@@ -11,10 +11,11 @@ scenario).
 `verify_ranked` spends the plan's simulation budget: recommendations in rank order until enough
 meet, lower swept operating points of those that missed, then, where a lower batch met and a
 higher one missed, a bisection between them (`BISECTIONS` batches), so a plan is not left at half
-the batch the SLO allows because the sweep steps in powers of two. The first `verify_top`
-simulations, which every plan runs, run side by side in forked processes when `workers` allows; the
-figures are the same as one after another (each simulation is seeded), and their CPU time counts
-against the budget as if they had run here.
+the batch the SLO allows because the sweep steps in powers of two. The best points of the first
+`verify_top` recommendations, which every plan simulates, run side by side in forked processes when
+`workers` allows (one after another if the pool breaks); the figures are the same as one after another
+(each simulation is seeded), and their CPU time counts against the budget as if they had run here.
+Points simulated later (another recommendation, a lower batch, a bisection) run here, in order.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import TYPE_CHECKING
 
@@ -84,9 +86,30 @@ def _timed(q: Question, p: Point) -> tuple[Metrics | None, str | None, float]:
         return None, str(exc), time.process_time() - start
 
 
-def _first_wave(q: Question, points: list[Point], workers: int) -> list[tuple[Metrics | None, str | None, float]]:
-    with ProcessPoolExecutor(min(workers, len(points)), mp_context=get_context("fork")) as pool:
-        return list(pool.map(_timed, [q] * len(points), points))
+def _first_wave(
+    q: Question, points: list[Point], workers: int
+) -> list[tuple[Metrics | None, str | None, float]] | None:
+    """The points' simulations in forked worker processes, or None where the pool broke (a worker killed):
+    the caller then simulates them one after another."""
+    try:
+        with ProcessPoolExecutor(min(workers, len(points)), mp_context=get_context("fork")) as pool:
+            return list(pool.map(_timed, [q] * len(points), points))
+    except (BrokenProcessPool, OSError):
+        return None
+
+
+def _ahead(
+    q: Question, recs: list[Recommendation], say: Callable[[str], None], workers: int
+) -> dict[int, tuple[Point, tuple[Metrics | None, str | None, float]]]:
+    """id(rec) -> (the point simulated, its result) for the best points of the first `verify_top`
+    recommendations, simulated side by side (empty with one worker or one point). The recommendations
+    outlive the plan's verification, so their ids are stable keys."""
+    first = recs[: q.verify_top]
+    if workers <= 1 or len(first) <= 1:
+        return {}
+    say(f"simulating {len(first)} deployments side by side")
+    results = _first_wave(q, [r.point for r in first], workers)
+    return {id(r): (r.point, res) for r, res in zip(first, results or [], strict=False)}
 
 
 def verify_ranked(
@@ -108,16 +131,13 @@ def verify_ranked(
     start = time.process_time()
     elsewhere = 0.0  # CPU seconds of simulations run in worker processes
     missed: dict[int, int] = {}  # id(rec) -> the lowest batch whose simulation missed
-    first = [r.point for r in recs[: q.verify_top]]
-    wave: dict[int, tuple[Metrics | None, str | None, float]] = {}
-    if workers > 1 and len(first) > 1:
-        say(f"simulating {len(first)} deployments side by side")
-        wave = {id(p): res for p, res in zip(first, _first_wave(q, first, workers), strict=True)}
+    wave = _ahead(q, recs, say, workers)
 
     def run(r: Recommendation, p: Point) -> bool:
         nonlocal simulated, elsewhere
-        if id(p) in wave:
-            m, why, cpu = wave.pop(id(p))
+        ahead = wave.pop(id(r), None)
+        if ahead is not None and ahead[0] is p:
+            m, why, cpu = ahead[1]
             elsewhere += cpu
         else:
             say(f"simulating {p.deployment.describe()} at batch {p.batch}")

@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from roofline.kernels import ARCH_FAMILY, KERNELS
+
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -90,6 +92,13 @@ class MoE(StrictModel):
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
         if self.kernels and not self.kernels_source:
             raise ValueError("moe.kernels needs moe.kernels_source: where the engines' choice is stated")
+        for arch, choices in self.kernels.items():
+            families = sorted(set(ARCH_FAMILY.values()))
+            if arch not in families:
+                raise ValueError(f"moe.kernels: {arch!r} is not an architecture family ({', '.join(families)})")
+            unknown = sorted(set(choices.values()) - set(KERNELS))
+            if unknown:
+                raise ValueError(f"moe.kernels.{arch}: unknown kernel path(s) {', '.join(unknown)}")
         return self
 
 

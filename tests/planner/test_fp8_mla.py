@@ -135,5 +135,20 @@ def test_explain_offers_fp8_mla_math_only_where_the_engine_runs_it() -> None:
         return {name: str(change(main).precision.attention) for name, (change, _) in found}
 
     assert not any("attention (KV cache already fp8)" in n for n in levers("vllm", "fp8"))
-    assert levers("vllm", "bf16")["fp8 KV cache (bf16 attention math, as vllm runs it)"] == "bf16"
+    assert levers("vllm", "bf16")["fp8 KV cache (bf16 attention math, the engine's)"] == "bf16"
     assert levers("trtllm", "bf16")["fp8 attention and KV cache"] == "fp8"
+
+
+def test_the_search_tries_a_published_checkpoints_own_experts_everywhere_they_run() -> None:
+    """gpt-oss-120b's and DeepSeek-V4's published experts are MXFP4: the plan tries them on Blackwell too
+    (beside NVFP4 and FP8), not only on Hopper; an imported NVFP4 checkpoint defaults to NVFP4 experts."""
+    from planner.model.defaults import checkpoint_formats
+    from planner.search.space import precisions
+    from roofline.catalog import get_hardware, get_model
+
+    for model in ("gpt-oss-120b", "deepseek-v4-flash"):
+        for hw in ("b200", "h200-sxm", "rtx-pro-6000"):
+            assert "mxfp4" in {p.moe for p in precisions(get_model(model), get_hardware(hw))}, (model, hw)
+    assert "mxfp4" not in {p.moe for p in precisions(get_model("deepseek-v3"), get_hardware("b200"))}
+    nvfp4 = get_model("qwen3-30b-a3b").model_copy(update={"checkpoint_format": "nvfp4"})
+    assert checkpoint_formats(nvfp4) == ("fp8", "nvfp4")

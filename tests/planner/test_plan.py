@@ -274,13 +274,14 @@ class _Pt:
 
 
 def _fake_verify(q, p):
+    import os
     from types import SimpleNamespace
 
     from roofline.errors import PlannerError
 
     if p.deployment.name == "broken":
         raise PlannerError("KV pool too small")
-    return SimpleNamespace(name=p.deployment.name)
+    return SimpleNamespace(name=p.deployment.name, pid=os.getpid())
 
 
 def test_the_first_wave_runs_side_by_side_with_the_same_outcome(monkeypatch):
@@ -293,6 +294,8 @@ def test_the_first_wave_runs_side_by_side_with_the_same_outcome(monkeypatch):
 
     monkeypatch.setattr(verify_mod, "verify", _fake_verify)
     monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (m.name in {"a", "c"}, {"tpot_ms": 1.0}))
+    import os
+
     outcomes = []
     for workers in (1, 2):
         recs = [plan_mod.Recommendation(None, _Pt(_Dep(n))) for n in ("a", "broken", "c", "d")]  # type: ignore[arg-type]
@@ -302,6 +305,8 @@ def test_the_first_wave_runs_side_by_side_with_the_same_outcome(monkeypatch):
         n = verify_mod.verify_ranked(q, recs, said.append, failed, workers)  # type: ignore[arg-type]
         outcomes.append((n, [r.meets for r in recs], failed))
         assert any("side by side" in s for s in said) == (workers > 1)
+        here = [r.simulated.pid == os.getpid() for r in recs if r.simulated is not None]  # a, c, d
+        assert here == ([True, True, True] if workers == 1 else [False, False, True])  # d: after the first wave
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == 3
     assert outcomes[0][2] == ["not simulated, broken at batch 1: KV pool too small"]

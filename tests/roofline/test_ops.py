@@ -198,3 +198,26 @@ def test_a_models_own_expert_kernels_come_before_the_engines_mxfp4_default(share
     imported = get_model(str(shared_dir / "reference/hf_configs/deepseek-ai--DeepSeek-V4-Pro_config.json"))
     assert imported.moe is not None
     assert imported.moe.kernels == get_model("deepseek-v4-pro").moe.kernels  # type: ignore[union-attr]
+
+
+def test_a_chosen_path_is_priced_on_its_own_prior_and_the_models_choice_covers_decode_only_steps():
+    """A measured table prices only the architecture's default path: an engine's choice for `moe_gemm:fp8`
+    also moves decode-only steps (`moe_gemv` falls back to it) off the H200's calibrated MoE table; a
+    model's own `moe_gemm` kernel wins over an engine's `moe_gemv` choice."""
+    from roofline.kernels import path_for
+    from roofline.step import step_cost
+
+    def with_engine(inst, kernels):
+        return inst.model_copy(update={"runtime": inst.runtime.model_copy(update={"engine_kernels": kernels})})
+
+    b = StepBatch(decode_seqs=64, decode_kv_sum=64 * 2000)
+    plain = make_instance("deepseek-v3", "h200-sxm")
+    chosen = with_engine(plain, {"moe_gemm:fp8": "marlin-w4a16-sm90"})
+    moe = next(o for o in step_cost(plain, b).ops if o.name == "moe.experts")
+    moe_chosen = next(o for o in step_cost(chosen, b).ops if o.name == "moe.experts")
+    assert moe.source == "calibrated"
+    assert moe_chosen.source != "calibrated"
+    assert moe_chosen.kernel == "marlin-w4a16-sm90"
+    v4 = with_engine(make_instance("deepseek-v4-pro", "b200", gpus=8, tp=1, dp=8, moe="mxfp4"),
+                     {"moe_gemv:mxfp4": "trtllm-gen-mxfp4-sm100"})  # fmt: skip
+    assert path_for(v4, "moe_gemv", "mxfp4").name == "deepgemm-fp8-fp4-grouped-sm100"
