@@ -152,7 +152,8 @@ KERNELS: dict[str, KernelPath] = {
             0.75,
             8,
             "TensorRT-LLM sparse MLA (tech blog 15: TMALDG.Gather4 kernel, 'KV cache: Per-tensor FP8, Math: "
-            "Per-tensor FP8'): FP8 MMAs; efficiency of dsa-sparse-sm100",
+            "Per-tensor FP8'): FP8 MMAs whatever the attention precision says; efficiency of dsa-sparse-sm100",
+            math="fp8",
         ),
         _bw(
             "flashinfer-mxfp4-bf16-grouped-sm100",

@@ -115,11 +115,12 @@ def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> t
 
 def fp8_cache_attention(engine: str, m: ModelSpec, hw: HardwareSpec) -> str:
     """The attention math the plan's search pairs with an FP8 KV cache (and `planner explain`'s FP8-cache
-    lever): a dense MLA model's is the engine's (`attention_default`: not a choice an operator makes);
-    for other models FP8 attention is a launch choice (an FP8 FMHA), so the search tries it. A resolved
-    scenario with the attention unstated, and the unknowns search's FP8-cache trial, take
-    `attention_default` instead: what the engine runs when nothing is chosen."""
-    if isinstance(m.attention, MLAAttention) and not m.sparse_attention:
+    lever). Not a choice an operator makes where the kernels decide it: a dense MLA model's is the
+    engine's, and a sparse-attention model's kernels set their own math whatever the precision says
+    (both `attention_default`, as a resolved scenario gets it). For a GQA model FP8 attention is a launch
+    choice (an FP8 FMHA), so the search tries it; a resolved scenario with the attention unstated, and
+    the unknowns search's FP8-cache trial, take `attention_default` there: what runs when nothing is chosen."""
+    if isinstance(m.attention, MLAAttention) or m.sparse_attention:
         return attention_default(engine, m, hw, "fp8")[0]
     return "fp8"
 

@@ -155,11 +155,12 @@ def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[Pr
     """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell; a published
     MXFP4 checkpoint's own experts wherever they run, `planner.model.defaults.checkpoint_formats`). A
     dense MLA model's FP8 KV cache comes with the attention math `engine` runs over it
-    (`planner.model.defaults.attention_default`, as a resolved scenario gets it); other models pair
-    an FP8 cache with FP8 attention math, sparse ones try both maths over their FP8 cache."""
+    (`planner.model.defaults.fp8_cache_attention`); a sparse-attention model runs its FP8 cache with the
+    math its kernels set (one mix, not two that price the same); GQA models pair an FP8 cache with FP8
+    attention math."""
     sparse = m.sparse_attention
     fp8_att = fp8_cache_attention(engine, m, hw)
-    kv = [("bf16", "fp8"), ("fp8", "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]
+    kv = [(fp8_att, "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]  # sparse kernels read FP8 KV
     fmt = m.checkpoint_format
     dense = ["fp8"] if fmt.startswith("fp8") or fmt.startswith("nvfp4") else ["bf16", "fp8"]
     experts = {"fp8"} if m.moe else {dense[0]}
