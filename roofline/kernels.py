@@ -139,7 +139,6 @@ __all__ = [
     "OpFamily",
     "chosen_paths",
     "path_for",
-    "runs_default",
     "select",
     "tensor_core_alternatives",
 ]
@@ -152,6 +151,8 @@ def chosen_paths(inst: InstanceSpec) -> dict[str, str]:
     an engine's decode-only choice cannot win over it."""
     moe = inst.model.moe
     own = dict(moe.kernels.get(ARCH_FAMILY.get(inst.hardware.arch, ""), {})) if moe else {}
+    if not own:
+        return inst.runtime.engine_kernels
     for key, path in list(own.items()):
         fam, sep, fmt = key.partition(":")
         for child, parent in _FALLBACK_FAMILY.items():
@@ -164,12 +165,6 @@ def path_for(inst: InstanceSpec, family: str, fmt: str = "*") -> KernelPath:
     """The kernel path an op of `inst` runs: the scenario's overrides, then the model's own expert
     kernels on this architecture (`MoE.kernels`), then the engine's choice, then the default."""
     return select(inst.hardware.arch, family, fmt, inst.runtime.kernel_overrides, chosen_paths(inst))
-
-
-def runs_default(inst: InstanceSpec, family: str, fmt: str = "*") -> bool:
-    """Whether the op runs the architecture's default path (what a calibrated table measured), not one
-    chosen by a what-if, the model or the engine."""
-    return path_for(inst, family, fmt).name == select(inst.hardware.arch, family, fmt).name
 
 
 def tensor_core_alternatives(inst: InstanceSpec) -> dict[str, str]:

@@ -22,7 +22,7 @@ from roofline.calibrated import lookup
 from roofline.comm import allreduce_time, alltoall_time, ep_copies
 from roofline.deployment import InstanceSpec
 from roofline.kernel_paths import KernelPath
-from roofline.kernels import path_for, runs_default
+from roofline.kernels import path_for, select
 from roofline.ops import ACT, Op, activation_launches_per_layer, ffn_ops, gemm_op
 from roofline.precision import DISPATCH_BYTES, peak_flops
 
@@ -62,12 +62,14 @@ class StepCost:
         return self.by_category()[category] / total if total else 0.0
 
 
-def _calibrated(op: Op, inst: InstanceSpec) -> OpTime | None:
-    """Price from a measured efficiency table (roofline.calibrated), where one applies."""
-    if not runs_default(inst, op.family, op.fmt) or (not op.flops and not op.bytes):
-        return None  # a table measured the default path, not one a what-if, the model or the engine chose
+def _calibrated(op: Op, inst: InstanceSpec, path: KernelPath) -> OpTime | None:
+    """Price from a measured efficiency table (roofline.calibrated), where one applies: to the op's
+    `path` only if it is the architecture's default, the kernel the table measured, not one a what-if,
+    the model or the engine chose."""
+    if not op.flops and not op.bytes:
+        return None
     hit = lookup(inst.hardware, op.family, op.fmt)
-    if hit is None:
+    if hit is None or path.name != select(inst.hardware.arch, op.family, op.fmt).name:
         return None
     table, label = hit
     hw = inst.hardware
@@ -94,11 +96,11 @@ def _padding(path: KernelPath, rows: float) -> float:
 def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if op.family == "comm":
         return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, "nccl/deepep", "comm", "roofline")
-    calibrated = _calibrated(op, inst)
+    path = path_for(inst, op.family, op.fmt)
+    calibrated = _calibrated(op, inst, path)
     if calibrated is not None:
         return calibrated
     hw = inst.hardware
-    path = path_for(inst, op.family, op.fmt)
     rate = path.math or op.rate
     peak = peak_flops(hw, rate) if path.tensor_cores else hw.cuda_core_fp32_tflops * 1e12  # type: ignore[arg-type]
     flops = op.flops

@@ -161,12 +161,12 @@ def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[Pr
     sparse = m.sparse_attention
     fp8_att = fp8_cache_attention(engine, m, hw)
     kv = [(fp8_att, "fp8")] if sparse else [("bf16", "bf16"), (fp8_att, "fp8")]  # sparse kernels read FP8 KV
-    fmt = m.checkpoint_format
-    dense = ["fp8"] if fmt.startswith("fp8") or fmt.startswith("nvfp4") else ["bf16", "fp8"]
+    dense_ck, moe_ck = checkpoint_formats(m)
+    dense = [dense_ck] if dense_ck == "fp8" else ["bf16", "fp8"]
     experts = {"fp8"} if m.moe else {dense[0]}
     if m.moe and hw.is_blackwell and hw.peak_tflops.fp4:
         experts.add("nvfp4")
-    if m.moe and checkpoint_formats(m)[1] == "mxfp4":  # the published MXFP4 experts, on every GPU that runs them
+    if m.moe and moe_ck == "mxfp4":  # the published MXFP4 experts, on every GPU that runs them
         experts.add("mxfp4")
     return [
         PrecisionMix.model_validate({"attention": a, "kv_cache": k, "dense": d, "moe": e})

@@ -92,8 +92,8 @@ class MoE(StrictModel):
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
         if self.kernels and not self.kernels_source:
             raise ValueError("moe.kernels needs moe.kernels_source: where the engines' choice is stated")
+        families = sorted(set(ARCH_FAMILY.values()))
         for arch, choices in self.kernels.items():
-            families = sorted(set(ARCH_FAMILY.values()))
             if arch not in families:
                 raise ValueError(f"moe.kernels: {arch!r} is not an architecture family ({', '.join(families)})")
             unknown = sorted(set(choices.values()) - set(KERNELS))
