@@ -19,7 +19,7 @@ Two patterns, each client's taken from its source:
   left out.
 Every preset but trtllm-bench reaches the engine through its HTTP server, so a request's latency
 includes the engine profile's serving path (`request_overhead_ms`); trtllm-bench runs in process on
-a pre-tokenized dataset (`serving_path=False`), as do MLPerf harnesses (planner.search.loadgen).
+a pre-tokenized dataset (`serving_path=False`), as does MLPerf's in-process harness core (planner.search.loadgen).
 `num_prompts` is rarely published: 10 requests per client (at least 50), the convention of
 InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names its client in
 `client:` where its source says which one ran; otherwise the engine's own serving benchmark is

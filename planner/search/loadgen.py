@@ -20,9 +20,14 @@ scenario with tighter limits), as `planner validate` simulates an anchor that na
   token latencies use: results.h token_target_latency_percentile).
 - 'Completed tokens per second' = output tokens / the time from the test start to the last
   sample's completion (results.cc: token_count / final_query_all_samples_done_time).
-- The harness calls the engine in process on pre-tokenized samples (the submitters' code: LoadGen
-  issues to a SUT class that enqueues token ids into the engine), so no HTTP serving path
-  (`request_overhead_ms`) is in a sample's latency.
+- How the harness reaches the engine is the run's `serving_path`. NVIDIA's harness (closed/NVIDIA/code
+  llmlib, used by most submitters) runs llama3.1-8b and the Llama-2/3 benchmarks in its TRTLLM_EXECUTOR
+  core, which enqueues token ids into the engine in process: no HTTP serving path (`request_overhead_ms`)
+  in a sample's latency (the default). Its DeepSeek-R1 and gpt-oss-120b benchmarks run the
+  TRTLLM_ENDPOINT core (code/<benchmark>/tensorrt/__init__.py DEFAULT_CORE_TYPE, v5.1 and v6.0), which
+  posts each sample as a streaming OpenAI chat completion with `prompt_token_ids` to trtllm-serve (or a
+  Dynamo frontend) over HTTP (llmlib/cores/openai_client_utils.py, http_async_client.py): the engine's
+  serving path is in its latency, less the server-side tokenization the token ids skip.
 
 A submitter reports the highest rate it found whose run meets the constraints; `max_rate_within`
 searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples.
@@ -66,10 +71,13 @@ LOADGEN_MAX_STEPS = 8 * MAX_STEPS
 
 
 class LoadGenRun(InputModel):
-    """A LoadGen Server run's length, as its log's 'Test Parameters Used' state it."""
+    """A LoadGen Server run's length, as its log's 'Test Parameters Used' state it, and how its harness
+    reaches the engine: `serving_path` True when it posts samples to the engine's HTTP server (NVIDIA's
+    TRTLLM_ENDPOINT core), False in process (its TRTLLM_EXECUTOR core; the default)."""
 
     min_duration_ms: int = Field(default=MIN_DURATION_MS, ge=0, le=10**9)
     min_query_count: int = Field(default=MIN_QUERY_COUNT, ge=1, le=10**9)
+    serving_path: bool = False
 
 
 def full_run(rate: float, run: LoadGenRun) -> int:
@@ -223,8 +231,8 @@ def predict(
     output tokens/s of the highest rate meeting it at p99; a mean TTFT or TPOT at a stated rate is
     that run's mean over every sample. Anything else is not a LoadGen Server measurement."""
     gpus = res.deployment.gpus
-    # the submitters' harnesses call the engine in process on pre-tokenized samples: no HTTP serving path
-    res = res.in_process()
+    if not run.serving_path:  # an in-process harness on token ids: no HTTP serving path in a sample's latency
+        res = res.in_process()
     if phase != "end-to-end" or statistic != "mean":
         raise ScenarioError(f"client {CLIENT}: LoadGen reports end-to-end means (phase {phase}, statistic {statistic})")
     if metric in THROUGHPUT and slo is not None and (slo.ttft_ms or slo.tpot_ms):

@@ -153,11 +153,13 @@ def test_a_loadgen_run_gets_the_step_budget_of_its_own_length_unless_one_is_stat
     assert loadgen.config(stated, 50.0, SHORT)[0].max_steps == 12345
 
 
-def test_a_loadgen_sample_has_no_http_serving_path(monkeypatch):
-    """The submitters' harnesses feed token ids to the engine in process: the LoadGen run is simulated
-    with every pool's request_overhead_s at 0 although the trtllm profile has a serving path."""
+def test_a_loadgen_sample_has_the_serving_path_only_where_its_harness_posts_over_http(monkeypatch):
+    """An in-process harness core (NVIDIA's TRTLLM_EXECUTOR, the default) feeds token ids to the engine:
+    the run is simulated with every pool's request_overhead_s at 0 although the trtllm profile has a
+    serving path; a run whose harness posts samples to trtllm-serve (TRTLLM_ENDPOINT: serving_path) keeps it."""
     res = resolve(parse_scenario({**LLAMA, "workload": {**LLAMA["workload"], "request_rate": 5.0}}))
-    assert res.deployment.pools[0].instance.runtime.request_overhead_s > 0
+    overhead = res.deployment.pools[0].instance.runtime.request_overhead_s
+    assert overhead > 0
     seen = []
 
     def run_at(r, rate, run):
@@ -166,4 +168,16 @@ def test_a_loadgen_sample_has_no_http_serving_path(monkeypatch):
 
     monkeypatch.setattr(loadgen, "run_at", run_at)
     loadgen.predict(res, "ttft_ms", None, SHORT)
-    assert [p.instance.runtime.request_overhead_s for p in seen[0].deployment.pools] == [0.0]
+    loadgen.predict(res, "ttft_ms", None, SHORT.model_copy(update={"serving_path": True}))
+    assert [[p.instance.runtime.request_overhead_s for p in r.deployment.pools] for r in seen] == [[0.0], [overhead]]
+
+
+def test_the_endpoint_harness_adds_the_serving_path_to_every_sample():
+    """Simulated end to end: the same Poisson run through the HTTP server has each sample's first token
+    later by the engine's serving path, its TPOT unchanged (the path is before admission)."""
+    res = resolve(parse_scenario({**LLAMA, "workload": {**LLAMA["workload"], "request_rate": 5.0}}))
+    overhead = res.deployment.pools[0].instance.runtime.request_overhead_s
+    inproc, _ = loadgen.run_at(res.in_process(), 5.0, SHORT)
+    http, _ = loadgen.run_at(res, 5.0, SHORT)
+    assert http["ttft_mean_s"] == pytest.approx(inproc["ttft_mean_s"] + overhead, rel=0.02)
+    assert http["tpot_mean_s"] == pytest.approx(inproc["tpot_mean_s"], rel=0.02)
