@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from planner.inputs.question import Question
 from planner.launch import dynamo, sglang, trtllm, vllm
-from planner.launch.common import Inst, Weights, inst, weights
+from planner.launch.common import Inst, Weights, cannot_offload, inst, offload_note, weights
 from planner.model.steps import decode_capacity
 from roofline.catalog.schema import MLAAttention
 
 if TYPE_CHECKING:
+    from planner.model.deployment import Deployment
     from planner.search.plan import Recommendation
 
 ENGINES = ("sglang", "vllm", "trtllm")
@@ -33,14 +34,34 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     dep = r.deployment
     mla = isinstance(dep.model.attention, MLAAttention)
     batch = _running(q, r)
-    pools = [(inst(p, batch), weights(q, p)) for p in dep.pools]
-    out = {engine: _planned(q, engine) + _engine(engine, pools, mla) for engine in ENGINES}
+    pools = [(inst(p, batch, q.isl), weights(q, p)) for p in dep.pools]
+    insts = [i for i, _ in pools]
+    out = {
+        engine: _planned(q, engine) + (cannot_offload(engine, insts) or _engine(engine, pools, mla))
+        for engine in ENGINES
+    }
     pre, dec = dep.first("prefill"), dep.first("decode")
     if dep.mode == "disaggregated" and pre is not None and dec is not None:
         engine = q.engine if q.engine in ENGINES else "sglang"
-        ip, wp = inst(pre, batch), weights(q, pre)
-        idc, wd = inst(dec, batch), weights(q, dec)
-        out["dynamo"] = dynamo.deployment(engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla)
+        ip, wp = inst(pre, batch, q.isl), weights(q, pre)
+        idc, wd = inst(dec, batch, q.isl), weights(q, dec)
+        out["dynamo"] = cannot_offload(engine, [ip, idc]) or dynamo.deployment(
+            engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla
+        )
+    return out
+
+
+def requirements(q: Question, dep: Deployment) -> list[str]:
+    """What launching `dep` needs beyond the printed commands, one short phrase each: weights held in
+    host memory by a pool that offloads (as priced: planner.model.steps.step_memory) and a checkpoint
+    the catalog lacks for the format the plan runs (the launch's CHECKPOINT placeholder)."""
+    out = []
+    for p in dep.pools:
+        i = inst(p, 0, q.isl)
+        if i.offload_groups is not None:
+            out.append(f"{p.role} weights {i.offload_gb:.0f} GB/GPU on host (prefetch offload)")
+    holes = {w.fmt for w in (weights(q, p) for p in dep.pools) if w.path.startswith("${CHECKPOINT")}
+    out += [f"a {fmt} checkpoint (none in the catalog)" for fmt in sorted(holes)]
     return out
 
 
@@ -66,6 +87,8 @@ def _planned(q: Question, engine: str) -> str:
 def _engine(engine: str, pools: list[tuple[Inst, Weights]], mla: bool) -> str:
     parts = []
     for i, w in pools:
+        if i.offload_groups is not None:
+            parts.append(offload_note(i, engine).rstrip("\n"))
         if engine == "sglang":
             parts.append(sglang.pool_commands(i, w))
         elif engine == "vllm":

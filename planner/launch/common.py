@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from planner.engines import LaunchTool, profile
 from planner.inputs.question import Question
 from planner.model.deployment import Pool, layout_label
+from planner.model.steps import step_memory
 from roofline.catalog import model_ids
 
+OFFLOAD_GROUP = 4  # layers per offload group (see Inst.offload_groups)
 PORT = 30000  # HTTP port of every server (each runs on its own node or instance)
 ROUTER_PORT = 8000  # the OpenAI-compatible front door: router, disaggregation proxy or Dynamo frontend
 
@@ -54,6 +56,9 @@ class Inst:
     experts: int  # routed experts of the model (0: dense); with redundant ones, TRT-LLM's slots
     kv_fp8: bool
     mtp_drafts: int  # 0: no MTP
+    layers: int  # the model's layers (the offloader's groups are of layers)
+    offload_gb: float  # weights per GPU streamed from host each step as priced (planner.model.steps.step_memory)
+    weights_gb: float  # weights per GPU, resident and offloaded
 
     @property
     def batch_per_rank(self) -> int:
@@ -66,6 +71,18 @@ class Inst:
         return max(1, min(self.batch_per_rank, self.cuda_graph_max_per_rank))
 
     @property
+    def offload_groups(self) -> tuple[int, int] | None:
+        """(group size, layers offloaded per group) for a layer-group prefetch offloader (SGLang's and
+        vLLM's `--offload-group-size` / `--offload-num-in-group`: the last k of every g layers live in
+        host memory and are prefetched a layer ahead) that holds at least the priced share of the
+        weights on host; None when nothing is offloaded. Groups of OFFLOAD_GROUP layers spread the
+        offloaded layers so each prefetch overlaps resident layers' compute."""
+        if self.offload_gb <= 0 or self.weights_gb <= 0:
+            return None
+        g = min(OFFLOAD_GROUP, self.layers)
+        return g, min(g, math.ceil(self.offload_gb / self.weights_gb * g))
+
+    @property
     def wide_ep(self) -> bool:
         return self.ep > 1 and self.dp > 1
 
@@ -75,8 +92,9 @@ class Inst:
         return f"# {self.role}: {self.instances} instance(s) of {self.gpus} GPU(s){span}, {self.label}"
 
 
-def inst(pool: Pool, batch: int) -> Inst:
+def inst(pool: Pool, batch: int, isl: int) -> Inst:
     par, spec = pool.parallel, pool.instance
+    mem = step_memory(pool, isl)
     gpn = spec.hardware.gpus_per_node
     nodes = math.ceil(par.gpus / gpn)
     rt = spec.runtime
@@ -101,6 +119,33 @@ def inst(pool: Pool, batch: int) -> Inst:
         experts=spec.model.moe.num_experts if spec.model.moe is not None else 0,
         kv_fp8=spec.precision.kv_cache == "fp8",
         mtp_drafts=spec.mtp.draft_tokens if spec.mtp is not None else 0,
+        layers=spec.model.num_layers,
+        offload_gb=mem.offloaded_bytes / 1e9,
+        weights_gb=(mem.weights_bytes + mem.offloaded_bytes) / 1e9,
+    )
+
+
+def offload_note(i: Inst, engine: str) -> str:
+    """The comment a pool's command carries when it holds weights in host memory."""
+    groups = i.offload_groups
+    assert groups is not None
+    g, k = groups
+    return (
+        f"# {i.role}: {i.offload_gb:.1f} of {i.weights_gb:.1f} GB of weights per GPU stream from host memory each "
+        f"step as priced; {engine}'s prefetch offloader holds the last {k} of every {g} layers there\n"
+    )
+
+
+def cannot_offload(engine: str, pools: list[Inst]) -> str | None:
+    """Why `engine` cannot launch pools that hold weights in host memory (its profile's host_offload
+    is false), or None."""
+    off = [i for i in pools if i.offload_groups is not None]
+    if not off or profile(engine).host_offload.value:
+        return None
+    what = ", ".join(f"{i.role} {i.offload_gb:.1f} GB/GPU" for i in off)
+    return (
+        f"# not launchable on {engine}: the plan streams weights from host memory ({what}), which {engine} "
+        f"does not do ({profile(engine).host_offload.source}); run it on an engine that offloads with prefetch\n"
     )
 
 

@@ -30,6 +30,10 @@ def server_args(i: Inst, w: Weights) -> list[tuple[str, ...]]:
     elif w.fmt == "nvfp4":
         a.append((t.f("quantization"), "modelopt_fp4"))
     a.append((t.f("mem_fraction"), f"{i.mem_fraction:g}"))
+    if i.offload_groups is not None:  # the prefetch offloader (srt/offloader.py), as priced
+        g, k = i.offload_groups
+        a += [(t.f("offload_group_size"), str(g)), (t.f("offload_num_in_group"), str(k))]
+        a.append((t.f("offload_prefetch_step"), "1"))
     a.append((t.f("chunked_prefill"), str(i.prefill_tokens_per_rank * i.dp)))
     if i.role != "prefill":
         a.append((t.f("max_running"), str(i.batch)))

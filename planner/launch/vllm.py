@@ -39,6 +39,10 @@ def engine_args(i: Inst, w: Weights, mla: bool) -> list[tuple[str, ...]]:
     if w.online_fp8:
         a.append((t.f("quantization"), "fp8"))
     a.append((t.f("mem_fraction"), f"{i.mem_fraction:g}"))
+    if i.offload_groups is not None:  # the V2 prefetch offloader, as priced
+        g, k = i.offload_groups
+        a += [(t.f("offload_backend"), "prefetch"), (t.f("offload_group_size"), str(g))]
+        a += [(t.f("offload_num_in_group"), str(k)), (t.f("offload_prefetch_step"), "1")]
     a.append((t.f("chunked_prefill"), str(i.prefill_tokens_per_rank)))
     if i.role != "prefill":
         a.append((t.f("max_running"), str(i.batch_per_rank)))

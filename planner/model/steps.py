@@ -86,12 +86,30 @@ def prefill_budget(pool: Pool) -> int:
     return pool.instance.runtime.prefill_tokens_per_rank
 
 
+def _prompts_per_rank(pool: Pool, isl: int) -> int:
+    """Whole prompts one attention-DP rank prefills in a step: as many as its token budget holds
+    (at least one; a prompt over the budget is chunked, one per rank)."""
+    budget = prefill_budget(pool)
+    return max(1, budget // isl) if isl <= budget else 1
+
+
+def step_memory(pool: Pool, isl: int) -> MemoryPlan:
+    """The memory plan the pool's steps are priced with, whose `offloaded_bytes` are the weight bytes
+    per GPU streamed from host memory each step (roofline.memory's offload, e.g. an SGLang prefill
+    pool on NVLink-C2C): for a prefill pool at the KV of its fullest step of `isl`-token prompts, as
+    `prefill_step` prices it; for any other pool at its own KV need, as the decode and mixed steps."""
+    if pool.role != "prefill":
+        return memory(pool)
+    whole = isl <= prefill_budget(pool)
+    return memory(pool, 2 * (_prompts_per_rank(pool, isl) if whole else 1) * isl)
+
+
 def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[StepCost, int]:
     """A prefill step of whole requests, up to the token budget per attention-DP rank; returns the
     step and the number of requests it completes. Prompts longer than the budget are chunked."""
     dp = pool.instance.parallel.dp_attention
     budget = prefill_budget(pool)
-    per_rank = max(1, budget // isl) if isl <= budget else 1
+    per_rank = _prompts_per_rank(pool, isl)
     if n_requests is not None:
         per_rank = max(1, min(per_rank, math.ceil(n_requests / dp)))
     inst = pool.instance

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from planner.launch import launch_commands
+from planner.launch import launch_commands, requirements
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
 from planner.search.plan import Answer, Recommendation, cost_per_mtok
@@ -65,6 +65,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "bottleneck": p.bottleneck,
         "usd_per_million_output_tokens": cost_per_mtok(q, r),
         "binding_constraint": r.binding or None,
+        "needs": requirements(q, dep),  # what the launch needs beyond its commands
         "estimate": {
             "ttft_ms": est.ttft_s * 1e3,
             "tpot_ms": est.tpot_s * 1e3,
@@ -133,6 +134,7 @@ def table_rows(a: Answer) -> list[dict[str, Any]]:
                 "headroom": head,
                 "bottleneck": d["bottleneck"],
                 "$/Mtok": round(d["usd_per_million_output_tokens"], 3),
+                "needs": "; ".join(d["needs"]) or None,
             }
         )
     return rows
@@ -164,12 +166,15 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     for note in a.notes:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
-    how = "figures: simulated p90 where simulated, else estimate means; precision: attention/KV/dense/experts"
+    how = (
+        "figures: simulated p90 where simulated, else estimate means; tok/s/user = 1000 / the TPOT shown; "
+        "precision: attention/KV/dense/experts"
+    )
     t = Table(title=f"{title} ({how})")
     rows = table_rows(a)[:top]
     for col in rows[0] if rows else ():
-        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO")
-        t.add_column(col, justify="left" if left else "right", no_wrap=col != "deployment")
+        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col not in ("deployment", "needs"))
     for row in rows:
         cells = ("-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for v in row.values())
         t.add_row(*(Text(c) for c in cells))

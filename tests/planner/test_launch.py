@@ -338,3 +338,52 @@ def test_cli_plan_takes_a_checkpoint():
     assert res.exit_code == 0, res.output
     launch = json.loads(res.output)["recommendations"][0]["launch"]
     assert "me/ckpt" in launch["sglang"]
+
+
+def _kimi_disagg(engine: str) -> tuple[Question, SimpleNamespace]:
+    """Kimi K2 NVFP4 on GB200: a DP2 EP2 prefill pool holds about 300 GB of weights per GPU, more than
+    a 186 GB GPU, so (as `planner plan` ranked it first for a 16-GPU question) the priced prefill
+    streams the rest from host memory over NVLink-C2C each step."""
+    m, hw = get_model("kimi-k2"), get_hardware("gb200-nvl72")
+    prec = PrecisionMix(attention="fp8", kv_cache="fp8", dense="fp8", moe="nvfp4")
+    pre = make_pool(engine, "prefill", 1, Parallelism(gpus=2, dp_attention=2, ep=2), m, hw, prec, None, isl=4000)
+    dec = make_pool(engine, "decode", 1, Parallelism(gpus=8, dp_attention=8, ep=8), m, hw, prec, None, isl=4000)
+    q = Question(model="kimi-k2", hardware="gb200-nvl72", max_gpus=16, isl=4000, osl=1000, engine=engine)
+    return q, SimpleNamespace(deployment=Deployment(engine, (pre, dec)), point=SimpleNamespace(batch=64))
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_a_pool_that_streams_weights_from_host_launches_with_the_prefetch_offloader(engine):
+    """The launch holds at least the priced share of the weights in host memory with the engine's layer-group
+    prefetch offloader; an engine that cannot offload (TRT-LLM) prints why instead of a server that would
+    run out of memory; the recommendation's record says what the launch needs."""
+    from planner.launch import requirements
+    from planner.model.steps import step_memory
+
+    q, r = _kimi_disagg(engine)
+    pre = r.deployment.first("prefill")
+    mem = step_memory(pre, q.isl)
+    share = mem.offloaded_bytes / (mem.weights_bytes + mem.offloaded_bytes)
+    assert 0.2 < share < 0.8
+    out = launch_commands(q, r)  # type: ignore[arg-type]
+    flags = dict(re.findall(r"--(offload-group-size|offload-num-in-group) (\d+)", out[engine]))
+    assert int(flags["offload-num-in-group"]) / int(flags["offload-group-size"]) >= share
+    assert out[engine].count("--offload-group-size") == 1  # the prefill pool only: decode holds its weights
+    assert "--offload-backend prefetch" in out["vllm"] or engine == "sglang"
+    assert "not launchable on trtllm" in out["trtllm"]
+    assert "trtllm-serve" not in out["trtllm"]
+    assert_parses({k: v for k, v in out.items() if k != "trtllm"})
+    needs = requirements(q, r.deployment)  # type: ignore[arg-type]
+    assert any(n.startswith("prefill weights") and "on host" in n for n in needs), needs
+
+
+def test_trtllm_plans_never_hold_weights_on_host():
+    """TRT-LLM's profile says it does not offload, so the same prefill pool on TRT-LLM does not fit."""
+    from planner.model.steps import step_memory
+    from roofline.errors import InsufficientMemoryError
+
+    q, r = _kimi_disagg("trtllm")
+    with pytest.raises(InsufficientMemoryError, match="offload is off"):
+        step_memory(r.deployment.first("prefill"), q.isl)
+    assert profile("trtllm").host_offload.value is False
+    assert profile("sglang").host_offload.value is True
