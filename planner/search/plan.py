@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from planner.inputs.question import Question
+from planner.inputs.question import MAX_PLAN_GPUS, Question
 from planner.model.context import context_problem
 from planner.model.deployment import Deployment
 from planner.model.metrics import Metrics
@@ -28,6 +28,7 @@ from planner.search.score import Point, Scored, score_many
 from planner.search.space import PRUNE_REASONS, Candidate, candidates
 from planner.search.verify import verify_ranked
 from roofline.catalog import get_hardware, get_model
+from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.errors import PlannerError
 
 
@@ -161,7 +162,7 @@ def plan(
             note = (
                 f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
                 f"{len(scored)} scored, {served}pruned: {why}"
-            )
+            ) + _fewest_gpus(q, m, hw, pruned)
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note, *_context(q)])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
@@ -185,6 +186,21 @@ def plan(
             "are shown first"
         )
     return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
+
+
+def _fewest_gpus(q: Question, m: ModelSpec, hw: HardwareSpec, pruned: Counter[str]) -> str:
+    """Where the weights fit no deployment within the budget, the smallest power-of-two budget whose
+    search space holds a deployment that fits (the same candidates and memory check, a larger budget)."""
+    if not pruned.get(PRUNE_REASONS["InsufficientMemoryError"]) or any(
+        r != PRUNE_REASONS["InsufficientMemoryError"] and r != "over the GPU budget" for r in pruned
+    ):
+        return ""
+    n = 1
+    while n <= MAX_PLAN_GPUS:
+        if n > q.budget and candidates(q.model_copy(update={"gpus": None, "max_gpus": n}), m, hw)[0]:
+            return f"; the weights first fit within {n} GPUs (planner plan --max-gpus {n})"
+        n *= 2
+    return f"; the weights fit no deployment within {MAX_PLAN_GPUS} GPUs"
 
 
 def _context(q: Question) -> list[str]:

@@ -310,3 +310,19 @@ def test_the_first_wave_runs_side_by_side_with_the_same_outcome(monkeypatch):
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == 3
     assert outcomes[0][2] == ["not simulated, broken at batch 1: KV pool too small"]
+
+
+def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
+    """`plan --model deepseek-v3 --hardware h100-sxm --gpus 2` listed only pruning counts; the note now
+    names the smallest power-of-two budget whose search holds a deployment that fits, found by the
+    same candidates and memory check."""
+    from planner.search.space import candidates
+    from roofline.catalog import get_hardware, get_model
+
+    q = Question(model="deepseek-v3", hardware="h100-sxm", gpus=2)
+    a = plan(q, workers=1)
+    assert not a.feasible
+    assert "the weights first fit within 16 GPUs (planner plan --max-gpus 16)" in a.notes[0], a.notes
+    m, hw = get_model("deepseek-v3"), get_hardware("h100-sxm")
+    assert not candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=8), m, hw)[0]
+    assert candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=16), m, hw)[0]
