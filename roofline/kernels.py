@@ -170,8 +170,12 @@ def path_for(inst: InstanceSpec, family: str, fmt: str = "*") -> KernelPath:
 def tensor_core_alternatives(inst: InstanceSpec) -> dict[str, str]:
     """Op family -> the tensor-core path that would replace each CUDA-core fallback `inst` runs (sparse
     attention, the DSA indexer, decode-only MoE): the what-if `planner explain` and the dashboard offer."""
+    m = inst.model
+    families = [("sparse_attn", "*"), ("indexer", "*")] if m.sparse_attention else []
+    if m.moe is not None:
+        families.append(("moe_gemv", inst.precision.moe))
     out = {}
-    for family, fmt in (("sparse_attn", "*"), ("indexer", "*"), ("moe_gemv", inst.precision.moe)):
+    for family, fmt in families:  # only the ops the model runs (a GQA model has no indexer to replace)
         name = path_for(inst, family, fmt).name
         if name in TENSOR_CORE_ALTERNATIVE:
             out[family] = TENSOR_CORE_ALTERNATIVE[name]

@@ -36,10 +36,8 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     batch = _running(q, r)
     pools = [(inst(p, batch, q.isl), weights(q, p)) for p in dep.pools]
     insts = [i for i, _ in pools]
-    out = {
-        engine: _planned(q, engine) + (cannot_offload(engine, insts) or _engine(engine, pools, mla))
-        for engine in ENGINES
-    }
+    order = sorted(ENGINES, key=lambda e: e != q.engine)  # the engine the plan priced first
+    out = {e: _planned(q, e) + (cannot_offload(e, insts) or _engine(e, pools, mla)) for e in order}
     pre, dec = dep.first("prefill"), dep.first("decode")
     if dep.mode == "disaggregated" and pre is not None and dec is not None:
         engine = q.engine if q.engine in ENGINES else "sglang"

@@ -188,7 +188,7 @@ def run_simulation(
         ok, gap = _converged(result)
         doublings += 1
     slo = res.slo.model_dump() if res.slo else None
-    summary = summarize(result, slo)
+    summary = {"method": "simulate", **summarize(result, slo)}  # as estimate_dict's "method": "estimate"
     summary["requests"] = cfg.requests
     summary["converged"] = ok
     summary["halves_gap"] = round(gap, 4)

@@ -120,6 +120,7 @@ def test_simulate_says_what_it_searched_for_an_unknown_deployment(tmp_path):
     assert out.exit_code == 0, out.output
     searched = [a for a in json.loads(out.output)["assumed"] if a.startswith("deployment: searched")]
     assert len(searched) == 1
+    assert json.loads(out.output)["method"] == "simulate"  # as estimate --json says "estimate"
     text = runner.invoke(app, ["simulate", str(p), "--requests", "60"])
     assert text.exit_code == 0, text.output
     assert "assumed:" in text.output

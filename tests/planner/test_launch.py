@@ -387,3 +387,10 @@ def test_trtllm_plans_never_hold_weights_on_host():
         step_memory(r.deployment.first("prefill"), q.isl)
     assert profile("trtllm").host_offload.value is False
     assert profile("sglang").host_offload.value is True
+
+
+def test_the_engine_the_plan_priced_prints_first():
+    q, r = _kimi_disagg("vllm")
+    assert next(iter(launch_commands(q, r))) == "vllm"  # type: ignore[arg-type]
+    q, r = _kimi_disagg("sglang")
+    assert next(iter(launch_commands(q, r))) == "sglang"  # type: ignore[arg-type]

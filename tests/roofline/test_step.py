@@ -210,3 +210,15 @@ def test_a_path_with_its_own_math_rate_prices_at_that_peak():
     bf16 = make_instance("deepseek-v3.2", "h200-sxm")
     fp8 = make_instance("deepseek-v3.2", "h200-sxm", attention="fp8", kv_cache="fp8")
     assert _cat(step_cost(fp8, dec), "attention.decode") >= 0.9 * _cat(step_cost(bf16, dec), "attention.decode")
+
+
+def test_tensor_core_what_ifs_name_only_ops_the_model_runs():
+    """`planner explain` on Qwen3-235B (GQA) on RTX PRO 6000 offered 'tensor-core kernels for indexer,
+    sparse_attn' (+0%): a GQA model has neither. A DSA model on sm_120 keeps them."""
+    from roofline.kernels import tensor_core_alternatives
+
+    gqa = make_instance("qwen3-235b-a22b", "rtx-pro-6000", gpus=4, tp=4, ep=4, moe="mxfp4")
+    assert not {"indexer", "sparse_attn"} & set(tensor_core_alternatives(gqa))
+    assert set(tensor_core_alternatives(gqa)) <= {"moe_gemv"}
+    dsa = make_instance("deepseek-v3.2", "rtx-pro-6000", gpus=8, tp=8, ep=8, kv_cache="fp8")
+    assert "sparse_attn" in tensor_core_alternatives(dsa)
