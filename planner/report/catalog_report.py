@@ -1,4 +1,5 @@
-"""The `planner catalog` tables: the models and GPU systems the catalog holds, with their shapes and peaks.
+"""The `planner catalog` tables: the models and GPU systems the catalog holds, with their shapes and peaks
+and where each comes from (a model's config source; each system's sources for the figures shown).
 It does not load or validate catalog files (`roofline.catalog`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ def print_catalog(con: Console, what: str) -> None:
     """Print the `models` table, the `hardware` table, or both (`all`)."""
     if what in ("all", "models"):
         t = Table(title="models")
-        for col in ("id", "name", "layers", "total params", "active", "KV B/token bf16", "attention"):
+        for col in ("id", "name", "layers", "total params", "active", "KV B/token bf16", "attention", "source"):
             t.add_column(col, no_wrap=col == "id")
         for mid in model_ids():
             m = get_model(mid)
@@ -26,6 +27,7 @@ def print_catalog(con: Console, what: str) -> None:
                 f"{active_params(m) / 1e9:,.1f}B",
                 f"{kv_bytes_per_token(m, 'bf16'):,.0f}",
                 m.attention.kind,
+                m.source or "-",
             )
         con.print(t)
     if what in ("all", "hardware"):
@@ -47,3 +49,6 @@ def print_catalog(con: Console, what: str) -> None:
                 f"{h.nic_gbps_per_gpu:g}",
             )
         con.print(t)
+        for hid in hardware_ids():  # where the figures above come from (catalog hardware/<id>.yaml `sources`)
+            said = "; ".join(f"{k}: {v}" for k, v in get_hardware(hid).sources.items())
+            con.print(f"{hid} sources: {said}", markup=False, highlight=False)
