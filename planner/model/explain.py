@@ -122,9 +122,10 @@ def explain(res: Resolved) -> Explanation:
     cats = step.by_category()
     bottleneck = max(CATEGORIES, key=lambda c: cats[c])
     fallbacks = sorted({o.kernel for o in step.ops if o.kernel in TENSOR_CORE_ALTERNATIVE})
+    mixed = step is base.decode_step and any("prefill" in o.name for o in step.ops)  # a vLLM/TRT-LLM mixed step
     exp = Explanation(
         base,
-        "decode" if step is base.decode_step else "prefill",
+        ("mixed decode + prefill-chunk" if mixed else "decode") if step is base.decode_step else "prefill",
         cats,
         bottleneck,
         speed_of_light(step, main),

@@ -144,7 +144,15 @@ def print_explanation(con: Console, x: Explanation) -> None:
             "-" if lv.gain is None else f"{lv.gain:+.0%}",
             lv.note,
         )
-    con.print(lt)
+    if x.levers:
+        con.print(lt)
+    else:
+        con.print(
+            "what one change buys: nothing to try: the deployment already runs each change explain prices "
+            "(tensor-core kernels, FP8 attention/KV, NVFP4 experts on Blackwell, CUDA graphs, MTP, EP overlap) "
+            "or the model or hardware has no such part",
+            markup=False,
+        )
 
 
 def explanation_dict(x: Explanation) -> dict[str, Any]:
