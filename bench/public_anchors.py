@@ -12,7 +12,8 @@ A bad anchor (or a file that does not load) becomes an error row, never a crash 
 `--refresh FILE ...` re-predicts only the anchors of the files named and keeps every other row of the saved
 results (`--out`) as it is: for a change that can only move those files' anchors (say which in the commit); the
 saved `provenance` says which files were re-predicted at which commit, on top of the provenance they came from.
-`--match TEXT` (with `--refresh`) narrows it to the anchors whose id contains TEXT; the files' other rows are kept.
+`--match REGEX` (with `--refresh`) narrows it to the anchors whose id it matches (re.search; plain text is a
+substring); the files' other rows are kept.
 
 Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
        python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--match TEXT] [--jobs N] [--commit SHA]
@@ -46,7 +47,7 @@ Task = tuple[Any, str, str, str]  # (raw anchor, file path, split, source name)
 
 
 def load_tasks(paths: list[Path], split: str, match: str = "") -> tuple[list[Task], list[dict[str, Any]]]:
-    """One task per anchor of the files whose split matches (and whose id contains `match`); a file that
+    """One task per anchor of the files whose split matches (and whose id `match` matches, re.search); a file that
     does not load is one error row."""
     tasks: list[Task] = []
     bad: list[dict[str, Any]] = []
@@ -68,7 +69,7 @@ def load_tasks(paths: list[Path], split: str, match: str = "") -> tuple[list[Tas
         tasks += [
             (raw, str(p), file_split, str(src.get("name", "")))
             for raw in anchors
-            if not match or match in str(raw.get("id", "") if isinstance(raw, dict) else "")
+            if not match or re.search(match, str(raw.get("id", "") if isinstance(raw, dict) else ""))
         ]
     return tasks, bad
 
@@ -242,7 +243,7 @@ def _rel(p: Path) -> str:
 
 
 def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: str = "") -> int:
-    """Re-predict the anchors of `paths` (those whose id contains `match`), keep the other rows saved in
+    """Re-predict the anchors of `paths` (those whose id `match` matches, re.search), keep the other rows saved in
     `out`, recompute every table."""
     missing = [p for p in paths if not p.is_file()]
     if missing:
@@ -265,7 +266,7 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: st
     by_id = {(r["file"], r["id"]): r for r in fresh}
     rows, kept = [], 0
     for r in kept_rows:  # the saved order, each refreshed row in its old place
-        if r.get("file") not in basenames or (match and match not in str(r.get("id", ""))):
+        if r.get("file") not in basenames or (match and not re.search(match, str(r.get("id", "")))):
             rows.append(r)
             kept += 1
         elif (r["file"], r["id"]) in by_id:
@@ -274,7 +275,7 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: st
     tabs = tables(rows)
     print(render(tabs))
     which = ", ".join(sorted(names))
-    which = f"the anchors of {which} whose id contains {match!r}" if match else which
+    which = f"the anchors of {which} whose id matches {match!r}" if match else which
     note = f"{which} re-predicted (--refresh) at {commit}"
     payload = {**saved, "tables": tabs, "rows": rows}
     payload["provenance"] = f"{saved.get('provenance', 'full run')}; then {note}"
@@ -301,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-public", action="store_true", help="read only the files given")
     ap.add_argument("--refresh", nargs="+", type=Path, help="re-predict only these files, keep the other saved rows")
-    ap.add_argument("--match", default="", help="with --refresh: only the anchors whose id contains this text")
+    ap.add_argument(
+        "--match",
+        default="",
+        help="with --refresh: only the anchors whose id this regex matches",
+    )
     ap.add_argument("--commit", default="", help="with --refresh: the commit to record (a copied checkout's own)")
     args = ap.parse_args(argv)
     if args.jobs < 1:

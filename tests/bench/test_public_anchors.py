@@ -116,7 +116,7 @@ def test_refresh_with_match_repredicts_only_the_matching_anchors_of_the_file(tmp
     assert "note" not in again["tiny-h200-tpot"]
     assert again["tiny-h200-decode"]["note"] == "left as saved"  # not matched: kept as saved
     assert again["tiny-h200-decode"]["published"] == 500
-    assert "whose id contains 'tpot'" in json.loads(out.read_text())["provenance"]
+    assert "whose id matches 'tpot'" in json.loads(out.read_text())["provenance"]
 
 
 def test_latency_table_splits_ttft_and_tpot_by_the_traffic_an_anchor_states(tmp_path):
