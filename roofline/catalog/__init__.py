@@ -6,6 +6,8 @@ a catalog id. Unknown ids raise `CatalogError` listing the known ones.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -47,6 +49,14 @@ def hardware_ids() -> list[str]:
     return list(_load_all("hardware"))
 
 
+def _nearest(ref: str, ids: Iterable[str]) -> str:
+    """' (did you mean X?)' for the id `ref` most likely meant: one it starts (case aside), else the
+    closest spelling (difflib), else nothing."""
+    ids, r = list(ids), ref.lower()
+    hit = [i for i in ids if i.startswith(r)] or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
+    return f" (did you mean {hit[0]!r}?)" if hit else ""
+
+
 def get_model(ref: str, base_dir: Path | None = None) -> ModelSpec:
     """A catalog model id, or a path (absolute, or relative to `base_dir`) to a HF config.json."""
     models = _load_all("models")
@@ -57,13 +67,15 @@ def get_model(ref: str, base_dir: Path | None = None) -> ModelSpec:
     if ref.endswith(".json"):
         path = Path(ref) if base_dir is None or Path(ref).is_absolute() else base_dir / ref
         return model_from_hf_file(path)
-    raise CatalogError(f"unknown model {ref!r}; known: {', '.join(models)} (or a config.json path)")
+    raise CatalogError(
+        f"unknown model {ref!r}{_nearest(ref, models)}; known: {', '.join(models)} (or a config.json path)"
+    )
 
 
 def get_hardware(ref: str) -> HardwareSpec:
     hw = _load_all("hardware")
     if ref not in hw:
-        raise CatalogError(f"unknown hardware {ref!r}; known: {', '.join(hw)}")
+        raise CatalogError(f"unknown hardware {ref!r}{_nearest(ref, hw)}; known: {', '.join(hw)}")
     h = hw[ref]
     assert isinstance(h, HardwareSpec)
     return h

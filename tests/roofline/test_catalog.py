@@ -158,3 +158,17 @@ def test_hf_config_missing_a_key_names_it():
 def test_missing_config_file_is_a_clear_error(tmp_path):
     with pytest.raises(CatalogError, match=r"not found"):
         model_from_hf_file(tmp_path / "nope_config.json")
+
+
+def test_an_unknown_id_suggests_the_one_most_likely_meant():
+    """`--hardware H100` and `--model deepseek-r1` (the V3 architecture) name the catalog id to use."""
+    from roofline.catalog import get_hardware, get_model
+    from roofline.errors import CatalogError
+
+    with pytest.raises(CatalogError, match=r"unknown hardware 'H100' \(did you mean 'h100-sxm'\?\)"):
+        get_hardware("H100")
+    with pytest.raises(CatalogError, match=r"\(did you mean 'deepseek-v3'\?\)"):
+        get_model("deepseek-r1")
+    with pytest.raises(CatalogError) as e:
+        get_model("foo")
+    assert "did you mean" not in str(e.value)
