@@ -197,11 +197,19 @@ def run_simulation(
         summary["traffic_note"] = note
     summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
     if not ok:
-        summary["warning"] = (
-            f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window: the run has not "
-            f"reached a steady state; use more requests (--requests) for steady-state figures"
-        )
+        summary["warning"] = _unsteady(cfg, gap)
     return result, summary
+
+
+def _unsteady(cfg: SimConfig, gap: float) -> str:
+    """What a run whose measured halves disagree means: traffic that changes by design (a trace, a
+    piecewise rate schedule) has no steady state to reach, so its figures describe that traffic;
+    otherwise the run is too short."""
+    halves = f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window"
+    changing = cfg.trace is not None or (cfg.arrival is not None and cfg.arrival.kind in ("piecewise", "trace"))
+    if changing:
+        return f"{halves}: the traffic changes over the run (trace or rate schedule); the figures describe all of it"
+    return f"{halves}: the run has not reached a steady state; use more requests (--requests) for steady-state figures"
 
 
 RATE_MISMATCH = 0.10

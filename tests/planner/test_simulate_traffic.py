@@ -41,3 +41,16 @@ def test_poisson_traffic_has_no_mismatch_note(tmp_path):
     summary = json.loads(out.output)
     assert summary["traffic"].startswith("Poisson arrivals at 7.44 req/s")
     assert "traffic_note" not in summary
+
+
+def test_an_unsteady_run_of_traffic_that_changes_by_design_does_not_ask_for_more_requests():
+    """A piecewise rate schedule (examples/qwen3-235b-daily-ramp.yaml) has no steady state: its warning
+    says the figures describe the whole changing traffic; a stationary process is told to run longer."""
+    from planner.model.simulate import _unsteady
+    from simulator import SimConfig
+
+    ramp = SimConfig.model_validate({"arrival": {"kind": "piecewise", "schedule": [[0, 2.0], [120, 8.0]]}})
+    assert "traffic changes over the run" in _unsteady(ramp, 0.35)
+    assert "--requests" not in _unsteady(ramp, 0.35)
+    gamma = SimConfig.model_validate({"arrival": {"kind": "gamma", "rate": 12, "cv": 4}})
+    assert "use more requests" in _unsteady(gamma, 0.10)
