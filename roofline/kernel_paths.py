@@ -275,8 +275,26 @@ KERNELS: dict[str, KernelPath] = {
             "efficiency assumed equal to FA2-class kernels on this chip",
         ),
         _k("fa2-xqa-mla-sm120", True, 0.40, 0.60, 10, "FlashInfer MLA fa2/xqa on SM12x (HMMA)"),
-        _k("fmha-v2-prefill-sm120", True, 0.50, 0.70, 15, "FlashInfer fmha_v2 (HMMA, sm_mma=80) on SM120"),
-        _k("gqa-decode-sm120", True, 0.45, 0.70, 8, "FlashInfer fa2/xqa decode on SM12x"),
+        _k(
+            "fmha-v2-prefill-sm120",
+            True,
+            0.80,
+            0.70,
+            15,
+            "FlashInfer/TRT-LLM fmha_v2 (HMMA, sm_mma=80) on SM120; compute_eff fitted (bench/fit_sm120_attention.py, "
+            "2026-12-05; prior 0.5, a guess) with gqa-decode-sm120's memory_eff on the 27 train RTX PRO 6000 anchors "
+            "of validation/public/trtllm-perf-overview.yaml: 14 -> 22 within 15%, median |error| 14.5% -> 5.2%",
+        ),
+        _k(
+            "gqa-decode-sm120",
+            True,
+            0.45,
+            0.90,
+            8,
+            "FlashInfer fa2/xqa decode on SM12x; memory_eff fitted with fmha-v2-prefill-sm120 (bench/"
+            "fit_sm120_attention.py; prior 0.7, a guess): the error on those anchors grew with the context in "
+            "flight (Qwen3-30B-A3B on one GPU -7% at 1000/1000, -20% at 1024/8192)",
+        ),
         _k("elementwise-sm120", False, 1.0, 0.60, 3, "memory-bound elementwise on GDDR7"),
     ]
 }
