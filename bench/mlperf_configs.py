@@ -4,8 +4,9 @@
 1. LoadGen's run (every Server and Interactive anchor): `client: mlperf-loadgen-server` (the anchor is
    simulated as LoadGen ran it: planner/search/loadgen.py) and `loadgen:` min_duration_ms and
    min_query_count, read from the 'Test Parameters Used' of the anchor's own mlperf_log_summary.txt;
-   `serving_path: true` where the harness config the notes name runs the benchmark in the TRTLLM_ENDPOINT
-   core (the samples reach trtllm-serve or a Dynamo frontend over HTTP).
+   `serving_path: true` for a TensorRT-LLM result of a benchmark NVIDIA's harness runs in its TRTLLM_ENDPOINT
+   core (the samples reach trtllm-serve or a Dynamo frontend over HTTP), whether or not its notes name the
+   harness config.
 2. The layout and MTP of results that state none (v6.0 DeepSeek-R1 Interactive), read from the
    submission's own harness config by bench/mlperf_layout.py; a layout still unknown gets the system's
    GPU count (`deployment.gpus`, the notes' 'total GPUs N') (aggregated, or a Dynamo disaggregated
@@ -79,8 +80,8 @@ def header(r: dict[str, Any]) -> list[str]:
         "mem_fraction = kvcache_free_gpu_mem_frac, backend = tensorrt for the TRTLLM_EXECUTOR core (llama3.1-8b) "
         "and the config's trtllm_backend (default pytorch) for the TRTLLM_ENDPOINT core (deepseek-r1, "
         "gpt-oss-120b); the notes quote them and the settings the planner has no field for. loadgen.serving_path "
-        "is true where that core is TRTLLM_ENDPOINT (the harness posts samples to trtllm-serve or a Dynamo "
-        "frontend over HTTP)."
+        "is true for a TensorRT-LLM result of a benchmark that core runs (TRTLLM_ENDPOINT: the harness posts "
+        "samples to trtllm-serve or a Dynamo frontend over HTTP)."
     )
     return textwrap.wrap(
         text, 118, initial_indent="# ", subsequent_indent="# ", break_long_words=False, break_on_hyphens=False
@@ -274,7 +275,7 @@ def apply(anchor: dict[str, Any], r: dict[str, Any], cache: dict[str, Any]) -> d
             f"{'' if m else MARK} LoadGen run (log's Test Parameters Used): min_duration {loadgen['min_duration_ms']} "
             f"ms, min_query_count {loadgen['min_query_count']}, target_qps {p.get('target_qps', 0):g}."
         )
-        if runtime and CORE[benchmark(anchor)[0].replace(".", "_")] == "endpoint":
+        if anchor.get("engine") == "trtllm" and CORE[benchmark(anchor)[0].replace(".", "_")] == "endpoint":
             loadgen["serving_path"] = True
             extra.append(
                 " The harness's TRTLLM_ENDPOINT core posts each sample to the engine's HTTP server (OpenAI chat "

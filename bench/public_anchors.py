@@ -312,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print("--jobs: must be at least 1", file=sys.stderr)
         return 2
+    try:
+        re.compile(args.match)
+    except re.error as e:
+        print(f"--match: not a regular expression ({e})", file=sys.stderr)
+        return 2
     missing = [p for p in args.files if not p.is_file()]
     if missing:
         print(f"files: not found: {', '.join(map(str, missing))}", file=sys.stderr)

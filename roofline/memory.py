@@ -60,6 +60,12 @@ class MemoryPlan:
         }
 
 
+def embedding_bytes(inst: InstanceSpec) -> float:
+    """Embedding and LM head weights per GPU (outside the layers, so a layer-group offloader keeps them)."""
+    m, p = inst.model, inst.parallel
+    return m.vocab_size * m.hidden_size / p.tp * (2.0 + BYTES_PER_PARAM[inst.precision.lm_head])
+
+
 def weight_bytes(inst: InstanceSpec) -> tuple[float, float]:
     """(resident weights excluding routed experts, routed-expert weights) per GPU."""
     m, p, prec = inst.model, inst.parallel, inst.precision
@@ -70,7 +76,7 @@ def weight_bytes(inst: InstanceSpec) -> tuple[float, float]:
         a = attention_params(m, ratio)
         base += n * stage * (a.replicated + (a.sharded + a.absorbed) / p.tp) * dense_b
     base += m.dense_layers * stage * dense_ffn_params(m) / p.tp * dense_b
-    base += m.vocab_size * m.hidden_size / p.tp * (2.0 + BYTES_PER_PARAM[prec.lm_head])
+    base += embedding_bytes(inst)
     experts = 0.0
     if m.moe:
         local = (m.moe.num_experts + inst.runtime.redundant_experts) / p.ep

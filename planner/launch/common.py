@@ -18,6 +18,7 @@ from planner.inputs.question import Question
 from planner.model.deployment import Pool, layout_label
 from planner.model.steps import step_memory
 from roofline.catalog import model_ids
+from roofline.memory import embedding_bytes
 
 OFFLOAD_GROUP = 4  # layers per offload group (see Inst.offload_groups)
 PORT = 30000  # HTTP port of every server (each runs on its own node or instance)
@@ -58,7 +59,7 @@ class Inst:
     mtp_drafts: int  # 0: no MTP
     layers: int  # the model's layers (the offloader's groups are of layers)
     offload_gb: float  # weights per GPU streamed from host each step as priced (planner.model.steps.step_memory)
-    weights_gb: float  # weights per GPU, resident and offloaded
+    layer_weights_gb: float  # weights per GPU inside the layers (resident and offloaded; embeddings and head apart)
 
     @property
     def batch_per_rank(self) -> int:
@@ -74,13 +75,20 @@ class Inst:
     def offload_groups(self) -> tuple[int, int] | None:
         """(group size, layers offloaded per group) for a layer-group prefetch offloader (SGLang's and
         vLLM's `--offload-group-size` / `--offload-num-in-group`: the last k of every g layers live in
-        host memory and are prefetched a layer ahead) that holds at least the priced share of the
-        weights on host; None when nothing is offloaded. Groups of OFFLOAD_GROUP layers spread the
-        offloaded layers so each prefetch overlaps resident layers' compute."""
-        if self.offload_gb <= 0 or self.weights_gb <= 0:
+        host memory and are prefetched a layer ahead): the smallest k whose offloaded layers hold at
+        least the priced bytes (`host_gb`); None when nothing is offloaded. Groups of OFFLOAD_GROUP
+        layers spread the offloaded layers so each prefetch overlaps resident layers' compute."""
+        if self.offload_gb <= 0 or self.layer_weights_gb <= 0:
             return None
         g = min(OFFLOAD_GROUP, self.layers)
-        return g, min(g, math.ceil(self.offload_gb / self.weights_gb * g))
+        k = next((k for k in range(1, g + 1) if self.host_gb(g, k) >= self.offload_gb), g)
+        return g, k
+
+    def host_gb(self, g: int, k: int) -> float:
+        """Weights per GPU the offloader holds in host memory with groups of g layers, the last k of each
+        offloaded (layers i with i % g >= g - k; embeddings and head stay resident), layers of equal size."""
+        n = (self.layers // g) * k + max(0, self.layers % g - (g - k))
+        return n / self.layers * self.layer_weights_gb
 
     @property
     def wide_ep(self) -> bool:
@@ -92,9 +100,9 @@ class Inst:
         return f"# {self.role}: {self.instances} instance(s) of {self.gpus} GPU(s){span}, {self.label}"
 
 
-def inst(pool: Pool, batch: int, isl: int) -> Inst:
+def inst(pool: Pool, batch: int, seq_tokens: int) -> Inst:
     par, spec = pool.parallel, pool.instance
-    mem = step_memory(pool, isl)
+    mem = step_memory(pool, seq_tokens)
     gpn = spec.hardware.gpus_per_node
     nodes = math.ceil(par.gpus / gpn)
     rt = spec.runtime
@@ -121,7 +129,7 @@ def inst(pool: Pool, batch: int, isl: int) -> Inst:
         mtp_drafts=spec.mtp.draft_tokens if spec.mtp is not None else 0,
         layers=spec.model.num_layers,
         offload_gb=mem.offloaded_bytes / 1e9,
-        weights_gb=(mem.weights_bytes + mem.offloaded_bytes) / 1e9,
+        layer_weights_gb=(mem.weights_bytes + mem.offloaded_bytes - embedding_bytes(spec)) / 1e9,
     )
 
 
@@ -131,8 +139,9 @@ def offload_note(i: Inst, engine: str) -> str:
     assert groups is not None
     g, k = groups
     return (
-        f"# {i.role}: {i.offload_gb:.1f} of {i.weights_gb:.1f} GB of weights per GPU stream from host memory each "
-        f"step as priced; {engine}'s prefetch offloader holds the last {k} of every {g} layers there\n"
+        f"# {i.role}: {i.offload_gb:.1f} GB of weights per GPU stream from host memory each step as priced; "
+        f"{engine}'s prefetch offloader holds the last {k} of every {g} layers there (about {i.host_gb(g, k):.1f} "
+        f"of the layers' {i.layer_weights_gb:.1f} GB)\n"
     )
 
 

@@ -27,7 +27,8 @@ scenario with tighter limits), as `planner validate` simulates an anchor that na
   TRTLLM_ENDPOINT core (code/<benchmark>/tensorrt/__init__.py DEFAULT_CORE_TYPE, v5.1 and v6.0), which
   posts each sample as a streaming OpenAI chat completion with `prompt_token_ids` to trtllm-serve (or a
   Dynamo frontend) over HTTP (llmlib/cores/openai_client_utils.py, http_async_client.py): the engine's
-  serving path is in its latency, less the server-side tokenization the token ids skip.
+  serving path (`request_overhead_ms`, whole: its fit ran on prompts of a few hundred tokens, whose
+  tokenization is a small part of it) is in its latency.
 
 A submitter reports the highest rate it found whose run meets the constraints; `max_rate_within`
 searches the same way on the simulation. A run has at most `simulator.config.MAX_REQUESTS` samples.

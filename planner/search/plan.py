@@ -162,7 +162,7 @@ def plan(
             note = (
                 f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
                 f"{len(scored)} scored, {served}pruned: {why}"
-            ) + _fewest_gpus(q, m, hw, pruned)
+            ) + ("" if scored else _fewest_gpus(q, m, hw, pruned))
         return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note, *_context(q)])
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
@@ -189,8 +189,9 @@ def plan(
 
 
 def _fewest_gpus(q: Question, m: ModelSpec, hw: HardwareSpec, pruned: Counter[str]) -> str:
-    """Where the weights fit no deployment within the budget, the smallest power-of-two budget whose
-    search space holds a deployment that fits (the same candidates and memory check, a larger budget)."""
+    """Where nothing was scored because no deployment within the budget fits (its weights, or the KV of
+    one sequence beside them), the smallest power-of-two budget whose search space holds one that fits
+    (the same candidates and memory check, a larger budget)."""
     if not pruned.get(PRUNE_REASONS["InsufficientMemoryError"]) or any(
         r != PRUNE_REASONS["InsufficientMemoryError"] and r != "over the GPU budget" for r in pruned
     ):
@@ -200,7 +201,7 @@ def _fewest_gpus(q: Question, m: ModelSpec, hw: HardwareSpec, pruned: Counter[st
         if n > q.budget and candidates(q.model_copy(update={"gpus": None, "max_gpus": n}), m, hw)[0]:
             return f"; the weights first fit within {n} GPUs (planner plan --max-gpus {n})"
         n *= 2
-    return f"; the weights fit no deployment within {MAX_PLAN_GPUS} GPUs"
+    return f"; the weights fit no deployment within {n // 2} GPUs"
 
 
 def _context(q: Question) -> list[str]:

@@ -53,6 +53,8 @@ def _nearest(ref: str, ids: Iterable[str]) -> str:
     """' (did you mean X?)' for the id `ref` most likely meant: one it starts (case aside), else the
     closest spelling (difflib), else nothing."""
     ids, r = list(ids), ref.lower()
+    if not r:
+        return ""
     hit = [i for i in ids if i.startswith(r)] or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
     return f" (did you mean {hit[0]!r}?)" if hit else ""
 

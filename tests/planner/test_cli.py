@@ -57,6 +57,8 @@ def test_catalog_lists_models_and_hardware():
     assert out.exit_code == 0
     assert "deepseek-v4-pro" in out.output
     assert "rtx-pro-6000" in out.output
+    assert "b200 sources: peak_tflops:" in out.output  # where each system's figures come from
+    assert "config.json" in out.output  # each model's config source
 
 
 SIM_KEYS = {

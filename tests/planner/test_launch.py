@@ -25,6 +25,7 @@ from planner.inputs.question import DEFAULT_QUESTION, Question
 from planner.inputs.scenario import load_scenario
 from planner.launch import ENGINES, launch_commands
 from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
+from planner.launch.common import inst
 from planner.model.defaults import resolve
 from planner.model.deployment import Deployment, make_pool
 from planner.model.estimator import estimate, max_batch
@@ -367,7 +368,10 @@ def test_a_pool_that_streams_weights_from_host_launches_with_the_prefetch_offloa
     assert 0.2 < share < 0.8
     out = launch_commands(q, r)  # type: ignore[arg-type]
     flags = dict(re.findall(r"--(offload-group-size|offload-num-in-group) (\d+)", out[engine]))
-    assert int(flags["offload-num-in-group"]) / int(flags["offload-group-size"]) >= share
+    g, k = int(flags["offload-group-size"]), int(flags["offload-num-in-group"])
+    i = inst(pre, 0, q.isl + q.osl)
+    assert i.host_gb(g, k) >= mem.offloaded_bytes / 1e9  # the offloaded layers hold the priced bytes
+    assert k == 1 or i.host_gb(g, k - 1) < mem.offloaded_bytes / 1e9  # and no layer more than that needs
     assert out[engine].count("--offload-group-size") == 1  # the prefill pool only: decode holds its weights
     assert "--offload-backend prefetch" in out["vllm"] or engine == "sglang"
     assert "not launchable on trtllm" in out["trtllm"]

@@ -173,11 +173,15 @@ def test_a_loadgen_sample_has_the_serving_path_only_where_its_harness_posts_over
 
 
 def test_the_endpoint_harness_adds_the_serving_path_to_every_sample():
-    """Simulated end to end: the same Poisson run through the HTTP server has each sample's first token
-    later by the engine's serving path, its TPOT unchanged (the path is before admission)."""
+    """Simulated end to end through `predict`: the same Poisson run through the HTTP server (serving_path)
+    has each sample's first token later by the engine's serving path, its TPOT unchanged (the path is
+    before admission). Before loadgen.serving_path every LoadGen run was simulated in process."""
     res = resolve(parse_scenario({**LLAMA, "workload": {**LLAMA["workload"], "request_rate": 5.0}}))
     overhead = res.deployment.pools[0].instance.runtime.request_overhead_s
-    inproc, _ = loadgen.run_at(res.in_process(), 5.0, SHORT)
-    http, _ = loadgen.run_at(res, 5.0, SHORT)
-    assert http["ttft_mean_s"] == pytest.approx(inproc["ttft_mean_s"] + overhead, rel=0.02)
-    assert http["tpot_mean_s"] == pytest.approx(inproc["tpot_mean_s"], rel=0.02)
+    http = SHORT.model_copy(update={"serving_path": True})
+    ttft_in, _ = loadgen.predict(res, "ttft_ms", None, SHORT)
+    ttft_http, _ = loadgen.predict(res, "ttft_ms", None, http)
+    assert ttft_http == pytest.approx(ttft_in + overhead * 1e3, rel=0.02)
+    assert loadgen.predict(res, "tpot_ms", None, http)[0] == pytest.approx(
+        loadgen.predict(res, "tpot_ms", None, SHORT)[0], rel=0.02
+    )

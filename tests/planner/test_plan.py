@@ -326,3 +326,6 @@ def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
     m, hw = get_model("deepseek-v3"), get_hardware("h100-sxm")
     assert not candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=8), m, hw)[0]
     assert candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=16), m, hw)[0]
+    served = plan(Question(model="deepseek-v3", hardware="h200-sxm", gpus=8, rate=100000, verify_top=0), workers=1)
+    assert served.scored  # the weights fit: the traffic is what fails, so no budget hint
+    assert "first fit within" not in served.notes[0], served.notes
