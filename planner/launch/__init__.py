@@ -37,15 +37,15 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     dep = r.deployment
     mla = isinstance(dep.model.attention, MLAAttention)
     batch = _running(q, r)
-    pools = [(inst(p, batch, q.isl + q.osl), weights(q, p)) for p in dep.pools]
+    pools = [(inst(p, batch, q.isl), weights(q, p)) for p in dep.pools]
     insts = [i for i, _ in pools]
     order = sorted(ENGINES, key=lambda e: e != q.engine)  # the engine the plan priced first
     out = {e: _planned(q, e) + (cannot_offload(e, insts) or _engine(e, pools, mla)) for e in order}
     pre, dec = dep.first("prefill"), dep.first("decode")
     if dep.mode == "disaggregated" and pre is not None and dec is not None:
         engine = q.engine if q.engine in ENGINES else "sglang"
-        ip, wp = inst(pre, batch, q.isl + q.osl), weights(q, pre)
-        idc, wd = inst(dec, batch, q.isl + q.osl), weights(q, dec)
+        ip, wp = inst(pre, batch, q.isl), weights(q, pre)
+        idc, wd = inst(dec, batch, q.isl), weights(q, dec)
         out["dynamo"] = cannot_offload(engine, [ip, idc]) or dynamo.deployment(
             engine, f"{dep.model.id}-disagg", ip, idc, wp, wd, mla
         )
@@ -58,7 +58,7 @@ def requirements(q: Question, dep: Deployment) -> list[str]:
     the catalog lacks for the format the plan runs (the launch's CHECKPOINT placeholder)."""
     out = []
     for p in dep.pools:
-        i = inst(p, 0, q.isl + q.osl)
+        i = inst(p, 0, q.isl)
         if i.offload_groups is not None:
             out.append(f"{p.role} weights {i.offload_gb:.0f} GB/GPU on host (prefetch offload)")
     holes = {w.fmt for w in (weights(q, p) for p in dep.pools) if w.path.startswith("${CHECKPOINT")}

@@ -100,9 +100,9 @@ class Inst:
         return f"# {self.role}: {self.instances} instance(s) of {self.gpus} GPU(s){span}, {self.label}"
 
 
-def inst(pool: Pool, batch: int, seq_tokens: int) -> Inst:
+def inst(pool: Pool, batch: int, isl: int) -> Inst:
     par, spec = pool.parallel, pool.instance
-    mem = step_memory(pool, seq_tokens)
+    mem = step_memory(pool, isl)
     gpn = spec.hardware.gpus_per_node
     nodes = math.ceil(par.gpus / gpn)
     rt = spec.runtime

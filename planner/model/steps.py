@@ -14,7 +14,7 @@ from typing import Any
 from planner.model.deployment import Pool
 from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
-from roofline.memory import MemoryPlan, kv_needed_tokens, plan_memory
+from roofline.memory import MemoryPlan, plan_memory
 from roofline.pipeline import pipelined
 from roofline.step import StepCost, step_cost
 
@@ -93,13 +93,19 @@ def _prompts_per_rank(pool: Pool, isl: int) -> int:
     return max(1, budget // isl) if isl <= budget else 1
 
 
-def step_memory(pool: Pool, seq_tokens: int) -> MemoryPlan:
+def step_memory(pool: Pool, isl: int) -> MemoryPlan:
     """The memory plan the pool's steps are priced with, whose `offloaded_bytes` are the weight bytes
     per GPU streamed from host memory each step (roofline.memory's offload, e.g. an SGLang prefill
-    pool on NVLink-C2C): the KV the pool must hold by the one rule of the fit check, the estimate's
-    memory and the simulator (roofline.memory.kv_needed_tokens: a prefill pool two steps' prompt
-    tokens per rank, any other pool one sequence of `seq_tokens`)."""
-    return memory(pool, kv_needed_tokens(pool.instance, pool.role, seq_tokens))
+    pool on NVLink-C2C): a prefill pool's at the KV of two of its fullest steps of `isl`-token prompts
+    (two whole prompts' KV per rank-step, or two prompts' when one is chunked over steps: it holds its
+    whole KV by the end), as `prefill_step` prices it; any other pool's at no KV, as the decode and
+    mixed steps price it. The fit check and the estimate's memory figures use roofline.memory's
+    kv_needed_tokens (two token budgets per rank), which differs from this where a prompt is longer
+    than the budget or the budget holds no whole number of prompts."""
+    if pool.role != "prefill":
+        return memory(pool)
+    whole = isl <= prefill_budget(pool)
+    return memory(pool, 2 * (_prompts_per_rank(pool, isl) if whole else 1) * isl)
 
 
 def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[StepCost, int]:
@@ -117,9 +123,10 @@ def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[S
 def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost, int]:
     inst = pool.instance
     dp = inst.parallel.dp_attention
-    off = step_memory(pool, isl).offloaded_bytes
-    if isl <= budget:
+    if isl <= budget:  # the KV of two steps of these prompts (step_memory: of the fullest such steps)
+        off = memory(pool, 2 * per_rank * isl).offloaded_bytes
         return step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off), per_rank * dp
+    off = memory(pool, 2 * isl).offloaded_bytes
     total, prefix, last = 0.0, 0, None
     while prefix < isl:
         n = min(budget, isl - prefix)
