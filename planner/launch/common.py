@@ -20,6 +20,7 @@ from planner.model.steps import step_memory
 from roofline.catalog import model_ids
 from roofline.memory import embedding_bytes
 
+CHECKPOINT_HOLE = "${CHECKPOINT:?"  # a checkpoint placeholder the user must fill (Weights.missing)
 OFFLOAD_GROUP = 4  # layers per offload group (see Inst.offload_groups)
 PORT = 30000  # HTTP port of every server (each runs on its own node or instance)
 ROUTER_PORT = 8000  # the OpenAI-compatible front door: router, disaggregation proxy or Dynamo frontend
@@ -167,6 +168,11 @@ class Weights:
     online_fp8: bool  # BF16 weights quantized to FP8 at load (SGLang/vLLM --quantization fp8)
     note: str  # one comment line saying where the checkpoint comes from
 
+    @property
+    def missing(self) -> bool:
+        """No checkpoint is known for the format: `path` is the placeholder that stops the shell."""
+        return self.path.startswith(CHECKPOINT_HOLE)
+
 
 def weights(q: Question, pool: Pool) -> Weights:
     """The checkpoint for the pool's precision: `--checkpoint` if given, else the catalog's repo
@@ -188,7 +194,7 @@ def weights(q: Question, pool: Pool) -> Weights:
         if q.model not in model_ids()
         else f"no {fmt} checkpoint of {m.id} in the catalog: export CHECKPOINT or pass --checkpoint"
     )
-    hole = "${CHECKPOINT:?" + where + "}"
+    hole = CHECKPOINT_HOLE + where + "}"
     return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})")
 
 

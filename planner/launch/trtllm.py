@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import yaml
 
-from planner.launch.common import PORT, ROUTER_PORT, Inst, Weights, host_var, render, tool
+from planner.launch.common import CHECKPOINT_HOLE, PORT, ROUTER_PORT, Inst, Weights, host_var, render, tool
 
 SRUN = "srun"  # Slurm launcher; its options are in flags/slurm-srun.json
 ROLE_FILE = {"prefill": "ctx", "decode": "gen", "aggregated": "agg"}
@@ -48,7 +48,7 @@ def usable(w: Weights) -> Weights:
     if not w.online_fp8:
         return w
     why = "TRT-LLM does not quantize BF16 weights at load: an FP8 (ModelOpt) checkpoint is needed"
-    return Weights("${CHECKPOINT:?" + why + "}", w.fmt, False, f"# weights: set CHECKPOINT ({why})")
+    return Weights(CHECKPOINT_HOLE + why + "}", w.fmt, False, f"# weights: set CHECKPOINT ({why})")
 
 
 def pool_commands(i: Inst, w: Weights) -> str:

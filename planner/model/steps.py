@@ -93,6 +93,13 @@ def _prompts_per_rank(pool: Pool, isl: int) -> int:
     return max(1, budget // isl) if isl <= budget else 1
 
 
+def _prefill_kv_tokens(pool: Pool, isl: int, per_rank: int) -> int:
+    """The KV a prefill step of `per_rank` whole `isl`-token prompts per rank is priced to hold: two such
+    steps' prompts (the batch in flight and the next), or two prompts when one is chunked over steps (it
+    holds its whole KV by the end)."""
+    return 2 * (per_rank if isl <= prefill_budget(pool) else 1) * isl
+
+
 def step_memory(pool: Pool, isl: int) -> MemoryPlan:
     """The memory plan the pool's steps are priced with, whose `offloaded_bytes` are the weight bytes
     per GPU streamed from host memory each step (roofline.memory's offload, e.g. an SGLang prefill
@@ -104,8 +111,7 @@ def step_memory(pool: Pool, isl: int) -> MemoryPlan:
     than the budget or the budget holds no whole number of prompts."""
     if pool.role != "prefill":
         return memory(pool)
-    whole = isl <= prefill_budget(pool)
-    return memory(pool, 2 * (_prompts_per_rank(pool, isl) if whole else 1) * isl)
+    return memory(pool, _prefill_kv_tokens(pool, isl, _prompts_per_rank(pool, isl)))
 
 
 def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[StepCost, int]:
@@ -123,10 +129,9 @@ def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[S
 def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost, int]:
     inst = pool.instance
     dp = inst.parallel.dp_attention
-    if isl <= budget:  # the KV of two steps of these prompts (step_memory: of the fullest such steps)
-        off = memory(pool, 2 * per_rank * isl).offloaded_bytes
+    off = memory(pool, _prefill_kv_tokens(pool, isl, per_rank)).offloaded_bytes
+    if isl <= budget:
         return step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off), per_rank * dp
-    off = memory(pool, 2 * isl).offloaded_bytes
     total, prefix, last = 0.0, 0, None
     while prefix < isl:
         n = min(budget, isl - prefix)
