@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -203,3 +205,27 @@ def test_an_empty_front_with_nothing_scored_points_to_the_pruning_not_the_slo():
     assert "weights do not fit" in out.output
     assert "Pareto front, aggregated: none (no deployment was scored: see the pruning reasons above)" in out.output
     assert "TTFT within the SLO)" not in out.output
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["plan", "--osl", "abc"], "--osl"),
+        (["compare", "--model", "deepseek-v3", "--isl", "1024", "--osl", "x"], "--osl"),
+        (["plan", "--bogus", "3"], "--bogus"),
+        (["simulate"], "scenario"),
+        (["plan", "--gpus", "-3"], "gpus"),
+    ],
+)
+def test_the_planner_script_tells_a_bad_option_in_one_line(args, names):
+    """The installed script (`planner.cli:main`): a value the parser refuses, an unknown flag or a
+    missing argument is one `error:` line naming it, exit 2, as a PlannerError is; no boxed panel."""
+    cmd = [sys.executable, "-m", "planner.cli", *args]
+    run = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    lines = [x for x in run.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("error:"), run.stderr
+    assert names in lines[0], run.stderr
+    assert "╭" not in run.stderr
+    assert "Traceback" not in run.stderr
