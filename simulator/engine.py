@@ -180,8 +180,31 @@ class Context(Handoff):
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
         kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
-        waiting = len(inst.queue) + getattr(inst, "backlog", 0)
-        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
+        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, self.waiting(inst)))
+        self._within_max_steps()
+
+    def waiting(self, inst: Instance) -> int:
+        return len(inst.queue) + getattr(inst, "backlog", 0)
+
+    def record_run(
+        self, inst: Instance, starts: list[float], ends: list[float], batch: int, tokens: float, waiting: int
+    ) -> None:
+        """`record` and `output_tokens` for a run of decode steps of one batch (`Instance.decode_step`):
+        one log row per step at its start, its KV share from the state's step counter, the requests
+        waiting when the run began (what arrives during a run ends it), and its tokens at its end, as
+        the steps one at a time would have written them."""
+        st = inst.state
+        uid = inst.uid
+        if st.capacity < math.inf:  # DecodeState.kv_tokens at each step's counter, plus the prompts held
+            base = st.c_sum + st.k * st.t_sum + st.n * st.window + inst.held
+            kvs = [(base + j * st.t_sum) / st.capacity for j in range(len(starts))]
+        else:
+            kvs = [0.0] * len(starts)
+        self.log.extend((t, uid, batch, tokens, 0, kv, waiting) for t, kv in zip(starts, kvs, strict=True))
+        self.out_tokens.extend((t, tokens) for t in ends)
+        self._within_max_steps()
+
+    def _within_max_steps(self) -> None:
         if len(self.log) > self.cfg.max_steps:
             t = self.table
             done = int((~np.isnan(t.finish)).sum())

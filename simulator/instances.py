@@ -1,6 +1,7 @@
 """SimPy processes of serving instances: prefill, decode and aggregated.
 
-One SimPy event per forward step per instance. Each loop reads like the engine it models:
+One SimPy event per forward step per instance, or per run of decode steps over which nothing the
+scheduler reads changes (`Instance._quiet_steps`). Each loop reads like the engine it models:
 admit what fits, run one step (its time from the memoized step-cost model), then hand off the
 requests whose step it was. Prefill takes whole or chunked prompts up to a token budget;
 decode runs continuous batching with KV-pool admission and preemption by recompute. An
@@ -16,6 +17,8 @@ token budget are not split off a step: the prompts wait until decodes finish and
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 # ("The model's max seq len ... is larger than the maximum number of tokens that can be stored in
 # KV cache").
 NEVER_FITS = "prompt + output exceed the KV pool of one instance"
+RUN_MAX = 512  # decode steps one event may carry (Instance._quiet_steps)
 
 
 class Instance:
@@ -64,6 +68,7 @@ class Instance:
         # disaggregated requests admitted since the last step whose first token the engine streams at the
         # end of their first decode step (RuntimeOptions.disagg_first_token_after_step)
         self.first_pending: list[int] = []
+        self.run_len = 2  # decode steps the next run may carry (`_decode_run`)
 
     def notify(self) -> None:
         self.pending = True
@@ -172,11 +177,30 @@ class Instance:
         raise NotImplementedError
 
     # ---- decode side
+    def _quiet_steps(self) -> int:
+        """How many decode steps of the running batch can pass as one event: up to the step its first
+        request finishes in, while its KV grows without a preemption (`DecodeState` is linear in the
+        step counter), at most `RUN_MAX`. Nothing the scheduler looks at changes in between but work
+        arriving (`notify`), which ends the run at the step boundary after it; a TRT-LLM attention-DP
+        balance (counting iterations) or a KV-aware router (reading the KV in use) takes one at a time."""
+        st = self.state
+        if getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware" or not st._heap:
+            return 1
+        steps = st._heap[0][0] - st.k + 1
+        if st.t_sum > 0 and st.capacity < math.inf:
+            steps = min(steps, math.floor((st.capacity - st.c_sum - st.n * st.window) / st.t_sum - 1e-9) - st.k)
+        return max(1, min(steps, RUN_MAX))
+
     def decode_step(self) -> Generator[Any, Any, None]:
+        """One decode step of the running batch, or a run of them (`_quiet_steps`) as one event."""
         st = self.state
         for i, gen in st.preempt_to_fit():
             self.ctx.preempted(self, i, gen)
         if not st.n:
+            return
+        steps = self._quiet_steps()
+        if steps > 1:
+            yield from self._decode_run(steps)
             return
         dt = self.timer.decode(st.n, st.context_sum(), self.drafts)
         tokens = st.t_sum
@@ -187,6 +211,49 @@ class Instance:
         for i in first:
             self.ctx.table.on_first_token(i, self.ctx.env.now)
         self._advance(tokens)
+
+    def _decode_run(self, steps: int) -> Generator[Any, Any, None]:
+        """`steps` decode steps of an unchanging batch, each priced as one step is (the same step-time
+        calls, in order), waited for as one event that work arriving cuts short at the boundary of the
+        step in progress; the steps that ran are then written as the steps one at a time would have.
+        A cut-short run leaves the step timer's random stream where those steps alone would have, so
+        the run's figures are the one-step-at-a-time figures, draw for draw. The length adapts: a run
+        cut short halves the next one, a whole one doubles it (up to `RUN_MAX`)."""
+        st, ctx, timer = self.state, self.ctx, self.timer
+        env = ctx.env
+        steps = min(steps, self.run_len)
+        n, k0, c_sum, t_sum = st.n, st.k, st.c_sum, st.t_sum
+        saved = timer.rng.bit_generator.state if timer.noise else None
+        kv_sums = [c_sum + (k0 + j) * t_sum for j in range(steps)]
+        ends, t = [], env.now
+        for dt in timer.decode_run(n, kv_sums, self.drafts):
+            t += dt
+            ends.append(t)
+        starts = [env.now, *ends[:-1]]
+        first = [i for i in self.first_pending if i in st.running]
+        self.first_pending = []
+        waiting = ctx.waiting(self)
+        if self.wake.triggered:
+            self.wake = env.event()
+        whole = env.timeout(ends[-1] - env.now)
+        yield env.any_of([whole, self.wake])
+        if not whole.processed:  # work arrived: the step in progress ends, then the scheduler looks
+            j = min(bisect.bisect_left(ends, env.now), steps - 1)
+            if ends[j] > env.now:
+                yield env.timeout(ends[j] - env.now)
+            steps = j + 1
+            self.run_len = max(2, self.run_len // 2)
+            if saved is not None:  # draw again only the steps that ran
+                timer.rng.bit_generator.state = saved
+                timer.decode_run(n, kv_sums[:steps], self.drafts)
+        else:
+            self.run_len = min(RUN_MAX, 2 * self.run_len)
+        for i in first:
+            ctx.table.on_first_token(i, ends[0])
+        ctx.record_run(self, starts[:steps], ends[:steps], n, t_sum, waiting)
+        st.k = k0 + steps - 1  # the run's last step is counted (and its finished retired) below
+        for i in st.advance():
+            ctx.finished(self, i)
 
     def _advance(self, tokens: float) -> None:
         """The running sequences' tokens of a finished step: count them, advance, retire the done."""

@@ -191,6 +191,8 @@ def write_timeseries(res: SimResult, path: str | Path) -> None:
     with Path(path).open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["time_s", "pool", "instance", "batch", "output_tokens", "input_tokens", "kv_fraction", "queue"])
-        for row in res.steps:
+        steps = res.steps
+        # in time order (a run of decode steps is logged when it ends: Instance._decode_run)
+        for row in steps[np.argsort(steps[:, 0], kind="stable")] if len(steps) else steps:
             role, pool = res.instances[int(row[1])]
             w.writerow([row[0], f"{role}{pool}", int(row[1]), int(row[2]), row[3], int(row[4]), row[5], int(row[6])])

@@ -50,6 +50,7 @@ class StepTimer:
         self._decode: dict[tuple[int, int, int], tuple[float, float, float, float]] = {}
         self._mixed: dict[tuple[int, int, int, int, int], float] = {}
         self._both: dict[tuple[int, int, int, int, int, int], tuple[float, float, float, float]] = {}
+        self._scales: dict[tuple[float, float], list[float]] = {}  # (pairs, expected) -> each draw's MoE scale
         moe = inst.model.moe
         self._k = moe.top_k if moe else 0
         self._pop = expert_popularity(inst) if self.noise else 0.0
@@ -64,7 +65,7 @@ class StepTimer:
         moe = sum(o.time_s for o in c.ops if o.name == "moe.experts") * (self.inst.parallel.pp if pipeline else 1)
         return c.time_s, moe
 
-    def decode(self, seqs: int, kv_sum: float, drafts: int) -> float:
+    def _decode_hit(self, seqs: int, kv_sum: float, drafts: int) -> tuple[float, float, float, float]:
         bucket = int(kv_sum / seqs) // KV_Q
         key = (seqs, bucket, drafts)
         hit = self._decode.get(key)
@@ -72,7 +73,32 @@ class StepTimer:
             t, moe = self._cost(StepBatch.decode(seqs, (bucket + 0.5) * KV_Q, drafts))
             pairs = seqs * (1 + drafts) * self._k / self.inst.parallel.ep / self.inst.parallel.pp
             hit = self._decode[key] = (t, moe, pairs, expected_imbalance(self.inst, pairs))
-        return self._noisy(hit)
+        return hit
+
+    def decode(self, seqs: int, kv_sum: float, drafts: int) -> float:
+        return self._noisy(self._decode_hit(seqs, kv_sum, drafts))
+
+    def decode_run(self, seqs: int, kv_sums: list[float], drafts: int) -> list[float]:
+        """`decode` for consecutive steps of one batch (KV sums `kv_sums`), the same times draw for
+        draw: the noise indices come from the stream in one call (numpy draws them as one at a time
+        would), and the batch's pairs per rank, hence each draw's imbalance, are those of every step."""
+        hits, last, hit = [], -1, None
+        for kv in kv_sums:  # consecutive steps share a KV bucket for many steps
+            bucket = int(kv / seqs) // KV_Q
+            if bucket != last or hit is None:
+                hit, last = self._decode_hit(seqs, kv, drafts), bucket
+            hits.append(hit)
+        if not self.noise:
+            return [h[0] for h in hits]
+        noisy = sum(h[1] > 0 for h in hits)
+        if not noisy:
+            return [h[0] for h in hits]
+        _, _, pairs, expected = hits[0]
+        scale = self._scales.get((pairs, expected))
+        if scale is None:
+            scale = self._scales[pairs, expected] = [imbalance(self._pop, pairs, z) / expected - 1 for z in self._z]
+        draws = iter(self.rng.integers(len(self._z), size=noisy).tolist())
+        return [t + moe * scale[next(draws)] if moe > 0 else t for t, moe, _, _ in hits]
 
     def _noisy(self, hit: tuple[float, float, float, float]) -> float:
         t, moe, pairs, expected = hit
