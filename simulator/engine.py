@@ -84,6 +84,9 @@ class Context(Handoff):
         self.table = RequestTable(wl.isl, wl.osl)
         self.hash_ids = wl.hash_ids
         self.log: list[tuple[float, int, int, float, int, float, int]] = []
+        self.log_blocks: list[np.ndarray] = []  # runs of decode steps (record_run), rows as `log`'s
+        self.out_blocks: list[np.ndarray] = []  # their (time, tokens), as `out_tokens`
+        self.logged = 0  # rows in log_blocks
         self.out_tokens: list[tuple[float, float]] = []
         self.instances: list[Instance] = []
         self.by_role: dict[str, list[Instance]] = {"prefill": [], "decode": [], "aggregated": []}
@@ -187,25 +190,30 @@ class Context(Handoff):
         return len(inst.queue) + getattr(inst, "backlog", 0)
 
     def record_run(
-        self, inst: Instance, starts: list[float], ends: list[float], batch: int, tokens: float, waiting: int
+        self, inst: Instance, start: float, ends: np.ndarray, batch: int, tokens: float, waiting: int
     ) -> None:
-        """`record` and `output_tokens` for a run of decode steps of one batch (`Instance.decode_step`):
-        one log row per step at its start, its KV share from the state's step counter, the requests
-        waiting when the run began (what arrives during a run ends it), and its tokens at its end, as
-        the steps one at a time would have written them."""
-        st = inst.state
-        uid = inst.uid
+        """`record` and `output_tokens` for a run of decode steps of one batch (`Instance.decode_step`)
+        that began at `start` and whose steps ended at `ends`: one log row per step at its start, its
+        KV share from the state's step counter, the requests waiting when the run began (what arrives
+        during a run ends it), and its tokens at its end, as the steps one at a time would have
+        written them. Kept as one block (`SimResult.steps` is built from the rows and the blocks)."""
+        st, m = inst.state, len(ends)
+        rows = np.empty((m, 7))
+        rows[0, 0] = start
+        rows[1:, 0] = ends[:-1]
+        rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 6] = inst.uid, batch, tokens, 0, waiting
         if st.capacity < math.inf:  # DecodeState.kv_tokens at each step's counter, plus the prompts held
             base = st.c_sum + st.k * st.t_sum + st.n * st.window + inst.held
-            kvs = [(base + j * st.t_sum) / st.capacity for j in range(len(starts))]
+            rows[:, 5] = (base + np.arange(m) * st.t_sum) / st.capacity
         else:
-            kvs = [0.0] * len(starts)
-        self.log.extend((t, uid, batch, tokens, 0, kv, waiting) for t, kv in zip(starts, kvs, strict=True))
-        self.out_tokens.extend((t, tokens) for t in ends)
+            rows[:, 5] = 0.0
+        self.log_blocks.append(rows)
+        self.out_blocks.append(np.column_stack((ends, np.full(m, tokens))))
+        self.logged += m
         self._within_max_steps()
 
     def _within_max_steps(self) -> None:
-        if len(self.log) > self.cfg.max_steps:
+        if len(self.log) + self.logged > self.cfg.max_steps:
             t = self.table
             done = int((~np.isnan(t.finish)).sum())
             raise SimulationError(
@@ -262,7 +270,9 @@ def simulate(
     t1 = float(order[-1]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
     if t1 <= t0:
         t1 = float(np.nanmax(ctx.table.finish))
-    steps = np.array(ctx.log, dtype=float) if ctx.log else np.zeros((0, 7))
+    steps = np.concatenate([np.array(ctx.log, dtype=float).reshape(-1, 7), *ctx.log_blocks])
+    steps = steps[np.argsort(steps[:, 0], kind="stable")]  # in time order, runs' steps among the others
+    out_tokens = np.concatenate([np.array(ctx.out_tokens, dtype=float).reshape(-1, 2), *ctx.out_blocks])
     gpus = sum(p.instances * p.inst.parallel.gpus for p in pools)
     return SimResult(
         ctx.table,
@@ -273,7 +283,7 @@ def simulate(
         time.process_time() - start,
         sum(i.timer.calls for i in ctx.instances),
         {
-            "out_tokens": np.array(ctx.out_tokens, dtype=float).reshape(-1, 2),
+            "out_tokens": out_tokens,
             "warmup_by": cfg.warmup_by,
             "warmup_fraction": cfg.warmup_fraction,
             "notes": ctx.notes,

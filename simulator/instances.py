@@ -17,11 +17,12 @@ token budget are not split off a step: the prompts wait until decodes finish and
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from simulator.adp_balance import ADPBalance
 from simulator.decode_state import DecodeState
@@ -224,23 +225,20 @@ class Instance:
         steps = min(steps, self.run_len)
         n, k0, c_sum, t_sum = st.n, st.k, st.c_sum, st.t_sum
         saved = timer.rng.bit_generator.state if timer.noise else None
-        kv_sums = [c_sum + (k0 + j) * t_sum for j in range(steps)]
-        ends, t = [], env.now
-        for dt in timer.decode_run(n, kv_sums, self.drafts):
-            t += dt
-            ends.append(t)
-        starts = [env.now, *ends[:-1]]
+        kv_sums = c_sum + (k0 + np.arange(steps)) * t_sum
+        now = env.now
+        ends = np.cumsum(np.concatenate(([now], timer.decode_run(n, kv_sums, self.drafts))))[1:]
         first = [i for i in self.first_pending if i in st.running]
         self.first_pending = []
         waiting = ctx.waiting(self)
         if self.wake.triggered:
             self.wake = env.event()
-        whole = env.timeout(ends[-1] - env.now)
+        whole = env.timeout(float(ends[-1]) - now)
         yield env.any_of([whole, self.wake])
         if not whole.processed:  # work arrived: the step in progress ends, then the scheduler looks
-            j = min(bisect.bisect_left(ends, env.now), steps - 1)
+            j = min(int(np.searchsorted(ends, env.now, side="left")), steps - 1)
             if ends[j] > env.now:
-                yield env.timeout(ends[j] - env.now)
+                yield env.timeout(float(ends[j]) - env.now)
             steps = j + 1
             self.run_len = max(2, self.run_len // 2)
             if saved is not None:  # draw again only the steps that ran
@@ -249,8 +247,8 @@ class Instance:
         else:
             self.run_len = min(RUN_MAX, 2 * self.run_len)
         for i in first:
-            ctx.table.on_first_token(i, ends[0])
-        ctx.record_run(self, starts[:steps], ends[:steps], n, t_sum, waiting)
+            ctx.table.on_first_token(i, float(ends[0]))
+        ctx.record_run(self, now, ends[:steps], n, t_sum, waiting)
         st.k = k0 + steps - 1  # the run's last step is counted (and its finished retired) below
         for i in st.advance():
             ctx.finished(self, i)

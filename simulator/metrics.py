@@ -93,7 +93,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     steps = res.steps
     step_in = (steps[:, 0] >= t0) & (steps[:, 0] <= t1) if len(steps) else np.zeros(0, dtype=bool)
     in_tok_s = steps[step_in, 4].sum() / span if len(steps) else 0.0
-    kv_rows = np.array([res.instances[int(u)][0] != "prefill" for u in steps[:, 1]], dtype=bool)
+    decodes = np.array([kind != "prefill" for kind, _ in res.instances], dtype=bool)  # by instance uid
+    kv_rows = decodes[steps[:, 1].astype(int)] if len(steps) else np.zeros(0, dtype=bool)
     kv = steps[kv_rows, 5] if len(steps) else np.zeros(0)
     tpots = lat["tpot"][m]
     tpot_mean = float(np.nanmean(tpots)) if np.isfinite(tpots).any() else float("nan")
@@ -191,8 +192,6 @@ def write_timeseries(res: SimResult, path: str | Path) -> None:
     with Path(path).open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["time_s", "pool", "instance", "batch", "output_tokens", "input_tokens", "kv_fraction", "queue"])
-        steps = res.steps
-        # in time order (a run of decode steps is logged when it ends: Instance._decode_run)
-        for row in steps[np.argsort(steps[:, 0], kind="stable")] if len(steps) else steps:
+        for row in res.steps:
             role, pool = res.instances[int(row[1])]
             w.writerow([row[0], f"{role}{pool}", int(row[1]), int(row[2]), row[3], int(row[4]), row[5], int(row[6])])

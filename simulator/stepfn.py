@@ -50,7 +50,7 @@ class StepTimer:
         self._decode: dict[tuple[int, int, int], tuple[float, float, float, float]] = {}
         self._mixed: dict[tuple[int, int, int, int, int], float] = {}
         self._both: dict[tuple[int, int, int, int, int, int], tuple[float, float, float, float]] = {}
-        self._scales: dict[tuple[float, float], list[float]] = {}  # (pairs, expected) -> each draw's MoE scale
+        self._scales: dict[tuple[float, float], np.ndarray] = {}  # (pairs, expected) -> each draw's MoE scale
         moe = inst.model.moe
         self._k = moe.top_k if moe else 0
         self._pop = expert_popularity(inst) if self.noise else 0.0
@@ -78,27 +78,29 @@ class StepTimer:
     def decode(self, seqs: int, kv_sum: float, drafts: int) -> float:
         return self._noisy(self._decode_hit(seqs, kv_sum, drafts))
 
-    def decode_run(self, seqs: int, kv_sums: list[float], drafts: int) -> list[float]:
-        """`decode` for consecutive steps of one batch (KV sums `kv_sums`), the same times draw for
-        draw: the noise indices come from the stream in one call (numpy draws them as one at a time
-        would), and the batch's pairs per rank, hence each draw's imbalance, are those of every step."""
-        hits, last, hit = [], -1, None
-        for kv in kv_sums:  # consecutive steps share a KV bucket for many steps
-            bucket = int(kv / seqs) // KV_Q
-            if bucket != last or hit is None:
-                hit, last = self._decode_hit(seqs, kv, drafts), bucket
-            hits.append(hit)
+    def decode_run(self, seqs: int, kv_sums: np.ndarray, drafts: int) -> np.ndarray:
+        """`decode` for consecutive steps of one batch (KV sums `kv_sums`, never falling), the same
+        times draw for draw: the noise indices come from the stream in one call (numpy draws them as
+        one at a time would), and the batch's pairs per rank, hence each draw's imbalance, are those of
+        every step; the arithmetic is `decode`'s, element by element."""
+        buckets = (kv_sums / seqs).astype(np.int64) // KV_Q
+        first = np.flatnonzero(np.diff(buckets, prepend=buckets[0] - 1))  # each KV bucket's first step
+        hits = [self._decode_hit(seqs, float(kv_sums[j]), drafts) for j in first]
+        which = np.repeat(np.arange(len(first)), np.diff(first, append=len(buckets)))
+        t = np.array([h[0] for h in hits])[which]
         if not self.noise:
-            return [h[0] for h in hits]
-        noisy = sum(h[1] > 0 for h in hits)
-        if not noisy:
-            return [h[0] for h in hits]
+            return t
+        moe = np.array([h[1] for h in hits])[which]
+        noisy = moe > 0
+        if not noisy.any():
+            return t
         _, _, pairs, expected = hits[0]
         scale = self._scales.get((pairs, expected))
         if scale is None:
-            scale = self._scales[pairs, expected] = [imbalance(self._pop, pairs, z) / expected - 1 for z in self._z]
-        draws = iter(self.rng.integers(len(self._z), size=noisy).tolist())
-        return [t + moe * scale[next(draws)] if moe > 0 else t for t, moe, _, _ in hits]
+            z = self._z
+            scale = self._scales[pairs, expected] = np.array([imbalance(self._pop, pairs, v) / expected - 1 for v in z])
+        t[noisy] += moe[noisy] * scale[self.rng.integers(len(self._z), size=int(noisy.sum()))]
+        return t
 
     def _noisy(self, hit: tuple[float, float, float, float]) -> float:
         t, moe, pairs, expected = hit
