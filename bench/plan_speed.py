@@ -1,7 +1,10 @@
-"""Planner speed on this machine: the default question and a 72-GPU GB200 NVL72 question for
+"""Planner speed on this machine: the default question, a 72-GPU GB200 NVL72 question for
 DeepSeek-V3 (aggregated and disaggregated, every precision the hardware runs, EP up to 72, MTP
-on and off, two KV memory fractions), each including simulator verification of the top
-candidates. Prints a table and saves bench/results/plan_speed.json.
+on and off, two KV memory fractions), and Qwen3-235B on 4 RTX PRO 6000 with the default SLO
+(`planner plan --model qwen3-235b-a22b --hardware rtx-pro-6000 --gpus 4`: slow decode at batch 1-4,
+so every verifying simulation runs hundreds of thousands of decode steps and few deployments meet
+the SLO), each including simulator verification of the top candidates. Prints a table and saves
+bench/results/plan_speed.json.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import platform
 import time
 from pathlib import Path
 
-from planner.inputs.question import DEFAULT_QUESTION, SLO, Question
+from planner.inputs.question import DEFAULT_QUESTION, SLO, Question, build_question
 from planner.search.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +31,9 @@ QUESTIONS = {
         slo=SLO(ttft_p90_ms=2000, tpot_p90_ms=50),
         kv_mem_fractions=[0.8, 0.9],
         verify_top=5,
+    ),
+    "qwen3-235b-a22b, 4x rtx-pro-6000": build_question(
+        {"model": "qwen3-235b-a22b", "hardware": "rtx-pro-6000", "gpus": 4}
     ),
 }
 

@@ -170,7 +170,7 @@ class Context(Handoff):
     def finished(self, inst: Instance | None, i: int) -> None:
         self.table.on_finish(i, self.env.now)
         if inst is not None and inst.kind == "aggregated":
-            inst.notify()
+            inst.notify(arrived=False)  # KV freed: a waiting prompt may fit
         self.on_finish(i)
 
     def drop(self, i: int, reason: str) -> None:
@@ -183,7 +183,8 @@ class Context(Handoff):
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
         kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
-        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, self.waiting(inst)))
+        waiting = len(inst.queue) + getattr(inst, "backlog", 0)  # as `waiting`, inline: once a step
+        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
         self._within_max_steps()
 
     def waiting(self, inst: Instance) -> int:
@@ -270,8 +271,10 @@ def simulate(
     t1 = float(order[-1]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
     if t1 <= t0:
         t1 = float(np.nanmax(ctx.table.finish))
-    steps = np.concatenate([np.array(ctx.log, dtype=float).reshape(-1, 7), *ctx.log_blocks])
-    steps = steps[np.argsort(steps[:, 0], kind="stable")]  # in time order, runs' steps among the others
+    steps = np.array(ctx.log, dtype=float).reshape(-1, 7)
+    if ctx.log_blocks:  # in time order, runs' steps among the others
+        steps = np.concatenate([steps, *ctx.log_blocks])
+        steps = steps[np.argsort(steps[:, 0], kind="stable")]
     out_tokens = np.concatenate([np.array(ctx.out_tokens, dtype=float).reshape(-1, 2), *ctx.out_blocks])
     gpus = sum(p.instances * p.inst.parallel.gpus for p in pools)
     return SimResult(

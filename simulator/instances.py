@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 # ("The model's max seq len ... is larger than the maximum number of tokens that can be stored in
 # KV cache").
 NEVER_FITS = "prompt + output exceed the KV pool of one instance"
-RUN_MAX = 512  # decode steps one event may carry (Instance._quiet_steps)
+RUN_MAX = 512  # decode steps one event may carry (Instance._quiet_steps) ...
+RUN_MIN = 64  # ... and the fewest worth carrying: below, the steps go one at a time
 
 
 class Instance:
@@ -69,10 +70,14 @@ class Instance:
         # disaggregated requests admitted since the last step whose first token the engine streams at the
         # end of their first decode step (RuntimeOptions.disagg_first_token_after_step)
         self.first_pending: list[int] = []
-        self.run_len = 2  # decode steps the next run may carry (`_decode_run`)
+        self.quiet = 0  # the next run's length: +1 a step, halved when work arrives (`notify`)
 
-    def notify(self) -> None:
+    def notify(self, arrived: bool = True) -> None:
+        """Wake the loop: work `arrived` (which halves the quiet stretch the next run expects), or KV
+        was freed."""
         self.pending = True
+        if arrived:
+            self.quiet //= 2
         if not self.wake.triggered:
             self.wake.succeed()
 
@@ -183,14 +188,19 @@ class Instance:
         request finishes in, while its KV grows without a preemption (`DecodeState` is linear in the
         step counter), at most `RUN_MAX`. Nothing the scheduler looks at changes in between but work
         arriving (`notify`), which ends the run at the step boundary after it; a TRT-LLM attention-DP
-        balance (counting iterations) or a KV-aware router (reading the KV in use) takes one at a time."""
+        balance (counting iterations) or a KV-aware router (reading the KV in use) takes one at a time.
+        A run is at most `quiet` steps long, a count that grows by one a step and halves when work
+        arrives: where work arrives every few steps a run would mostly be cut short, and below
+        `RUN_MIN` steps the steps go one by one."""
         st = self.state
-        if getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware" or not st._heap:
+        if self.quiet < RUN_MIN or not st._heap:
             return 1
-        steps = st._heap[0][0] - st.k + 1
+        if getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware":
+            return 1
+        steps = min(st._heap[0][0] - st.k + 1, self.quiet, RUN_MAX)
         if st.t_sum > 0 and st.capacity < math.inf:
             steps = min(steps, math.floor((st.capacity - st.c_sum - st.n * st.window) / st.t_sum - 1e-9) - st.k)
-        return max(1, min(steps, RUN_MAX))
+        return steps if steps >= RUN_MIN else 1
 
     def decode_step(self) -> Generator[Any, Any, None]:
         """One decode step of the running batch, or a run of them (`_quiet_steps`) as one event."""
@@ -199,8 +209,7 @@ class Instance:
             self.ctx.preempted(self, i, gen)
         if not st.n:
             return
-        steps = self._quiet_steps()
-        if steps > 1:
+        if self.quiet >= RUN_MIN and (steps := self._quiet_steps()) > 1:
             yield from self._decode_run(steps)
             return
         dt = self.timer.decode(st.n, st.context_sum(), self.drafts)
@@ -209,6 +218,7 @@ class Instance:
         first = [i for i in self.first_pending if i in st.running]
         self.first_pending = []
         yield self.ctx.env.timeout(dt)
+        self.quiet += 1
         for i in first:
             self.ctx.table.on_first_token(i, self.ctx.env.now)
         self._advance(tokens)
@@ -218,11 +228,9 @@ class Instance:
         calls, in order), waited for as one event that work arriving cuts short at the boundary of the
         step in progress; the steps that ran are then written as the steps one at a time would have.
         A cut-short run leaves the step timer's random stream where those steps alone would have, so
-        the run's figures are the one-step-at-a-time figures, draw for draw. The length adapts: a run
-        cut short halves the next one, a whole one doubles it (up to `RUN_MAX`)."""
+        the run's figures are the one-step-at-a-time figures, draw for draw."""
         st, ctx, timer = self.state, self.ctx, self.timer
         env = ctx.env
-        steps = min(steps, self.run_len)
         n, k0, c_sum, t_sum = st.n, st.k, st.c_sum, st.t_sum
         saved = timer.rng.bit_generator.state if timer.noise else None
         kv_sums = c_sum + (k0 + np.arange(steps)) * t_sum
@@ -240,12 +248,11 @@ class Instance:
             if ends[j] > env.now:
                 yield env.timeout(float(ends[j]) - env.now)
             steps = j + 1
-            self.run_len = max(2, self.run_len // 2)
             if saved is not None:  # draw again only the steps that ran
                 timer.rng.bit_generator.state = saved
                 timer.decode_run(n, kv_sums[:steps], self.drafts)
         else:
-            self.run_len = min(RUN_MAX, 2 * self.run_len)
+            self.quiet += steps
         for i in first:
             ctx.table.on_first_token(i, float(ends[0]))
         ctx.record_run(self, now, ends[:steps], n, t_sum, waiting)

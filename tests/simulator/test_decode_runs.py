@@ -5,7 +5,9 @@ pre-allocation), MTP, the expert-parallel noise, a trace."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +42,17 @@ def _in_time_order(steps: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(("name", "extra"), CASES)
 def test_runs_of_decode_steps_give_the_one_step_figures(monkeypatch, name, extra):
+    taken: list[int] = []
+    run = instances.Instance._decode_run
+
+    def counted(self: instances.Instance, steps: int) -> Generator[Any, Any, None]:
+        taken.append(steps)
+        return run(self, steps)
+
+    monkeypatch.setattr(instances.Instance, "_decode_run", counted)
+    monkeypatch.setattr(instances, "RUN_MIN", 4)  # runs in these short cases too
     runs = _run(name, extra)
+    assert taken  # (the case ran decode steps together)
     monkeypatch.setattr(instances, "RUN_MAX", 1)  # every decode step its own event
     one = _run(name, extra)
     # the same times to rounding: a run's end is reached as start + (end - start)
@@ -48,4 +60,3 @@ def test_runs_of_decode_steps_give_the_one_step_figures(monkeypatch, name, extra
     np.testing.assert_allclose(runs[1], one[1], rtol=1e-12, atol=0)  # finishes
     assert runs[2].shape == one[2].shape  # the same steps ...
     np.testing.assert_allclose(_in_time_order(runs[2]), _in_time_order(one[2]), rtol=1e-9, atol=1e-12)
-    assert len(one[2]) > 2 * np.isnan(one[1]).size  # (the case has decode steps to run together)
