@@ -183,11 +183,11 @@ class Context(Handoff):
     def record(self, inst: Instance, batch: int, out_tokens: float, in_tokens: int) -> None:
         st = inst.state
         kv = (st.kv_tokens() + inst.held) / st.capacity if st.capacity < math.inf else 0.0
-        waiting = len(inst.queue) + getattr(inst, "backlog", 0)  # as `waiting`, inline: once a step
-        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, waiting))
+        self.log.append((self.env.now, inst.uid, batch, out_tokens, in_tokens, kv, self.waiting(inst)))
         self._within_max_steps()
 
     def waiting(self, inst: Instance) -> int:
+        """Requests at `inst` not yet running: its prefill queue, and a decode instance's backlog."""
         return len(inst.queue) + getattr(inst, "backlog", 0)
 
     def record_run(

@@ -193,9 +193,7 @@ class Instance:
         arrives: where work arrives every few steps a run would mostly be cut short, and below
         `RUN_MIN` steps the steps go one by one."""
         st = self.state
-        if self.quiet < RUN_MIN or not st._heap:
-            return 1
-        if getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware":
+        if not st._heap or getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware":
             return 1
         steps = min(st._heap[0][0] - st.k + 1, self.quiet, RUN_MAX)
         if st.t_sum > 0 and st.capacity < math.inf:
