@@ -8,7 +8,6 @@ traceback.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 import sys
 from collections.abc import Callable
@@ -16,7 +15,6 @@ from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -304,11 +302,19 @@ def compare(
         tmp.replace(chart)
 
 
-def _click_errors(name: str) -> tuple[type[BaseException], ...]:
-    """Click's exception class `name`, and typer's vendored copy where this typer has one (typer 0.2x
-    parses with its own `typer._click`, whose classes are not click's)."""
-    vendored = importlib.import_module("typer._click.exceptions") if importlib.util.find_spec("typer._click") else None
-    return tuple(getattr(m, name) for m in (click.exceptions, vendored) if m is not None and hasattr(m, name))
+def _parser_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The command-line parser's exception class `name`: typer 0.2x parses with its own vendored copy
+    of click (`typer._click`, whose classes are not click's, and click need not be installed), older
+    typer with click itself; each module present gives its class."""
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            m = importlib.import_module(module)
+        except ImportError:
+            continue
+        if hasattr(m, name):
+            found.append(getattr(m, name))
+    return tuple(found)
 
 
 def main() -> None:
@@ -317,20 +323,20 @@ def main() -> None:
     instead of the parser's boxed usage panel."""
     try:
         code = app(standalone_mode=False)  # a command's typer.Exit comes back as its exit code
-    except _click_errors("NoArgsIsHelpError") as exc:  # bare `planner` or `planner SUBCOMMAND`: its help
+    except _parser_errors("NoArgsIsHelpError") as exc:  # bare `planner` or `planner SUBCOMMAND`: its help
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
             print(ctx.get_help())
         sys.exit(2)
-    except _click_errors("UsageError") as exc:
+    except _parser_errors("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
         text = exc.format_message()  # type: ignore[attr-defined]
         err.print(Text.assemble(("error:", "red"), " ", where, one_line(text, 2000)), soft_wrap=True)
         sys.exit(2)
-    except _click_errors("Exit") as exc:
+    except _parser_errors("Exit") as exc:
         sys.exit(getattr(exc, "exit_code", 0))
-    except _click_errors("Abort"):
+    except _parser_errors("Abort"):
         sys.exit(1)
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -229,3 +229,16 @@ def test_the_planner_script_tells_a_bad_option_in_one_line(args, names):
     assert names in lines[0], run.stderr
     assert "╭" not in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_planner_script_runs_without_click_where_typer_vendors_it():
+    """typer 0.2x parses with its own copy of click and does not install click: the script (its error
+    path included) must not import click itself (a fresh `pip install .` had no click)."""
+    pytest.importorskip("typer._click")
+    code = (
+        "import sys; sys.modules['click'] = None; sys.argv = ['planner', 'plan', '--osl', 'abc']\n"
+        "from planner.cli import main; main()"
+    )
+    run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("error: planner plan: Invalid value for '--osl'"), run.stderr
