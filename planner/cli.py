@@ -321,12 +321,10 @@ def main() -> None:
     """The `planner` script: the app, with a bad option or argument (`--osl abc`, an unknown flag, a
     missing argument) told in one line naming it and what is allowed (exit 2), as a PlannerError is,
     instead of the parser's boxed usage panel."""
+    args = sys.argv[1:] or ["--help"]  # bare `planner`: its help, as every click and typer version prints it
     try:
-        code = app(standalone_mode=False)  # a command's typer.Exit comes back as its exit code
-    except _parser_errors("NoArgsIsHelpError") as exc:  # bare `planner` or `planner SUBCOMMAND`: its help
-        ctx = getattr(exc, "ctx", None)
-        if ctx is not None:
-            print(ctx.get_help())
+        code = app(args, standalone_mode=False)  # a command's typer.Exit comes back as its exit code
+    except _parser_errors("NoArgsIsHelpError"):  # (typer printed the help before raising)
         sys.exit(2)
     except _parser_errors("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)

@@ -242,3 +242,11 @@ def test_the_planner_script_runs_without_click_where_typer_vendors_it():
     run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
     assert run.stderr.startswith("error: planner plan: Invalid value for '--osl'"), run.stderr
+
+
+def test_bare_planner_prints_its_help_once():
+    cmd = [sys.executable, "-m", "planner.cli"]
+    run = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("Usage:") == 1, run.stdout
+    assert "compare" in run.stdout
