@@ -1,8 +1,8 @@
-"""The `planner` command line: catalog, estimate, explain, simulate, validate, plan.
+"""The `planner` command line: catalog, estimate, explain, simulate, validate, plan, compare.
 
 Thin: parses arguments, calls the Python API, renders with `planner.report.report`. A `PlannerError`
 (bad input, a deployment that does not fit) prints one line and exits with status 2, never a
-traceback.
+traceback; so does an argument the parser refuses (`main`, the installed script).
 """
 
 from __future__ import annotations
