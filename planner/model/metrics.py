@@ -52,10 +52,7 @@ class Metrics:
         return 1.0 / self.tpot_s if self.tpot_s else 0.0
 
     def models(self, name: str) -> bool:
-        """Whether this phase prices latency `name` (ttft/tpot/e2e): a decode-only phase has no
-        prompt to prefill (no TTFT, no E2E), a prefill-only phase no decode steps (no TPOT, no E2E)."""
-        absent = {"decode": ("ttft", "e2e"), "prefill": ("tpot", "e2e")}.get(self.mode, ())
-        return name not in absent
+        return phase_models(self.mode, name)
 
     def latency_ms(self, name: str, stat: str = "p90") -> float | None:
         """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only."""
@@ -63,6 +60,14 @@ class Metrics:
             v = self.p90_s.get(name)
             return None if v is None else v * 1e3
         return float(getattr(self, f"{name}_s")) * 1e3
+
+
+def phase_models(mode: str, name: str) -> bool:
+    """Whether a deployment of `mode` has latency `name` (ttft/tpot/e2e): a decode-only phase has no
+    prompt to prefill (no TTFT, no E2E), a prefill-only phase no decode steps (no TPOT, no E2E). The
+    estimate and the simulation of one deployment show the same quantities (`-` for the others)."""
+    absent = {"decode": ("ttft", "e2e"), "prefill": ("tpot", "e2e")}.get(mode, ())
+    return name not in absent
 
 
 def add_request_overhead(m: Metrics, overhead_s: float, osl: int) -> None:

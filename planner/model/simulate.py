@@ -33,7 +33,7 @@ from planner.inputs.edge import format_validation_error
 from planner.model.aggregated import cohort_batches
 from planner.model.defaults import Resolved
 from planner.model.estimator import estimate
-from planner.model.metrics import Metrics
+from planner.model.metrics import Metrics, phase_models
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
@@ -189,6 +189,9 @@ def run_simulation(
         doublings += 1
     slo = res.slo.model_dump() if res.slo else None
     summary = {"method": "simulate", **summarize(result, slo)}  # as estimate_dict's "method": "estimate"
+    for name in ("ttft", "tpot", "e2e"):  # what the phase has no latency for, as the estimate says: none
+        if not phase_models(res.deployment.mode, name):
+            summary[f"{name}_ms"] = dict.fromkeys(summary[f"{name}_ms"])
     summary["requests"] = cfg.requests
     summary["converged"] = ok
     summary["halves_gap"] = round(gap, 4)

@@ -250,3 +250,18 @@ def test_bare_planner_prints_its_help_once():
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("Usage:") == 1, run.stdout
     assert "compare" in run.stdout
+
+
+def test_a_decode_phase_has_no_ttft_or_e2e_in_either_view():
+    """Estimate and simulation of one decode-only deployment show the same quantities: TPOT, and no
+    TTFT or E2E (the simulation showed 0.0 ms TTFT and a 522 s E2E beside the estimate's '-')."""
+    path = str(EXAMPLES / "dsv4flash-rtxpro-decode-c16.yaml")
+    est = json.loads(runner.invoke(app, ["estimate", path, "--json"]).output)
+    sim = json.loads(runner.invoke(app, ["simulate", path, "--json", "--requests", "60"]).output)
+    for key in ("ttft_ms", "e2e_ms"):
+        assert est[key] is None
+        assert set(sim[key].values()) == {None}
+    assert est["tpot_ms"] > 0
+    assert sim["tpot_ms"]["mean"] > 0
+    out = runner.invoke(app, ["simulate", path, "--requests", "60"]).output
+    assert next(x for x in out.splitlines() if "ttft_ms" in x).count("-") == 4
