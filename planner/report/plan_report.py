@@ -20,6 +20,7 @@ from planner.search.plan import Answer, Recommendation, cost_per_mtok
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
+UNSTEADY = "simulated p90, not steady"  # a simulation whose measured halves disagree (its summary's warning)
 
 
 def _ms(m: Metrics, name: str) -> float | None:
@@ -52,7 +53,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
-        "figures": FIGURES[m.method],
+        "figures": UNSTEADY if (m.summary or {}).get("converged") is False else FIGURES[m.method],
         "ttft_ms": _ms(m, "ttft"),
         "tpot_ms": _ms(m, "tpot"),
         "e2e_ms": _ms(m, "e2e"),
@@ -167,7 +168,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
-        "figures: simulated p90 where simulated, else estimate means; tok/s/user = 1000 / the TPOT shown; "
+        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree), else estimate "
+        "means; tok/s/user = 1000 / the TPOT shown; "
         "precision: attention/KV/dense/experts"
     )
     t = Table(title=f"{title} ({how})")

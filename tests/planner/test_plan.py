@@ -329,3 +329,16 @@ def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
     served = plan(Question(model="deepseek-v3", hardware="h200-sxm", gpus=8, rate=100000, verify_top=0), workers=1)
     assert served.scored  # the weights fit: the traffic is what fails, so no budget hint
     assert "first fit within" not in served.notes[0], served.notes
+
+
+def test_a_simulation_that_did_not_settle_says_so_in_figures():
+    """Kimi K2 on 16 H200 at 4 req/s of 3,000-token prompts: the simulated batch keeps growing (the run's
+    halves disagree), and the record's `figures` says 'not steady' exactly where its run did not converge."""
+    question = ["--model", "kimi-k2", "--hardware", "h200-sxm", "--gpus", "16", "--rate", "4"]
+    out = CliRunner().invoke(app, ["plan", *question, "--isl", "3000", "--osl", "500", "--json"])
+    assert out.exit_code == 0, out.output
+    recs = json.loads(out.output)["recommendations"]
+    unsteady = [r for r in recs if r["simulated"] and r["simulated"]["converged"] is False]
+    assert unsteady
+    for r in recs:
+        assert (r["figures"] == "simulated p90, not steady") == (r in unsteady)
