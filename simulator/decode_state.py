@@ -13,6 +13,7 @@ Preemption (recompute) evicts the most recently admitted requests first, as SGLa
 from __future__ import annotations
 
 import heapq
+import math
 
 
 class DecodeState:
@@ -88,6 +89,17 @@ class DecodeState:
                 done.append(i)
         self.k += 1
         return done
+
+    def quiet_steps(self) -> int:
+        """Steps from now through the one the first running request finishes in, within those whose
+        KV fits without a preemption (kv_tokens(k) <= capacity for every step's next counter); 0 when
+        nothing runs. Over them the batch does not change (Instance._quiet_steps)."""
+        if not self._heap:
+            return 0
+        steps = self._heap[0][0] - self.k + 1
+        if self.t_sum > 0 and self.capacity < math.inf:
+            steps = min(steps, math.floor((self.capacity - self.kv_tokens(0)) / self.t_sum - 1e-9) - self.k)
+        return steps
 
     def preempt_to_fit(self) -> list[tuple[int, int]]:
         """Evict newest requests until the next step's KV fits; returns (id, tokens generated)."""

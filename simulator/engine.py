@@ -204,8 +204,7 @@ class Context(Handoff):
         rows[1:, 0] = ends[:-1]
         rows[:, 1], rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 6] = inst.uid, batch, tokens, 0, waiting
         if st.capacity < math.inf:  # DecodeState.kv_tokens at each step's counter, plus the prompts held
-            base = st.c_sum + st.k * st.t_sum + st.n * st.window + inst.held
-            rows[:, 5] = (base + np.arange(m) * st.t_sum) / st.capacity
+            rows[:, 5] = (st.kv_tokens() + inst.held + np.arange(m) * st.t_sum) / st.capacity
         else:
             rows[:, 5] = 0.0
         self.log_blocks.append(rows)

@@ -17,7 +17,6 @@ token budget are not split off a step: the prompts wait until decodes finish and
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -192,12 +191,9 @@ class Instance:
         A run is at most `quiet` steps long, a count that grows by one a step and halves when work
         arrives: where work arrives every few steps a run would mostly be cut short, and below
         `RUN_MIN` steps the steps go one by one."""
-        st = self.state
-        if not st._heap or getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware":
+        if getattr(self, "adp", None) is not None or self.ctx.router.policy == "kv_aware":
             return 1
-        steps = min(st._heap[0][0] - st.k + 1, self.quiet, RUN_MAX)
-        if st.t_sum > 0 and st.capacity < math.inf:
-            steps = min(steps, math.floor((st.capacity - st.c_sum - st.n * st.window) / st.t_sum - 1e-9) - st.k)
+        steps = min(self.state.quiet_steps(), self.quiet, RUN_MAX)
         return steps if steps >= RUN_MIN else 1
 
     def decode_step(self) -> Generator[Any, Any, None]:
@@ -231,7 +227,7 @@ class Instance:
         env = ctx.env
         n, k0, c_sum, t_sum = st.n, st.k, st.c_sum, st.t_sum
         saved = timer.rng.bit_generator.state if timer.noise else None
-        kv_sums = c_sum + (k0 + np.arange(steps)) * t_sum
+        kv_sums = c_sum + (k0 + np.arange(steps)) * t_sum  # DecodeState.context_sum at each step
         now = env.now
         ends = np.cumsum(np.concatenate(([now], timer.decode_run(n, kv_sums, self.drafts))))[1:]
         first = [i for i in self.first_pending if i in st.running]
