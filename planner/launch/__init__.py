@@ -61,8 +61,8 @@ def requirements(q: Question, dep: Deployment) -> list[str]:
         i = inst(p, 0, q.isl)
         if i.offload_groups is not None:
             out.append(f"{p.role} weights {i.offload_gb:.0f} GB/GPU on host (prefetch offload)")
-    holes = {w.fmt for w in (weights(q, p) for p in dep.pools) if w.missing}
-    out += [f"a {fmt} checkpoint (none in the catalog)" for fmt in sorted(holes)]
+    holes = {w.need or w.fmt for w in (weights(q, p) for p in dep.pools) if w.missing}
+    out += [f"weights: {need} (none in the catalog)" for need in sorted(holes)]
     return out
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from planner.engines import LaunchTool, profile
 from planner.inputs.question import Question
+from planner.model.defaults import checkpoint_formats
 from planner.model.deployment import Pool, layout_label
 from planner.model.steps import step_memory
 from roofline.catalog import model_ids
+from roofline.catalog.schema import ModelSpec
 from roofline.memory import embedding_bytes
 
 CHECKPOINT_HOLE = "${CHECKPOINT:?"  # a checkpoint placeholder the user must fill (Weights.missing)
@@ -164,9 +166,10 @@ class Weights:
     """The checkpoint a pool loads and how its format relates to the plan's precision."""
 
     path: str  # HF repo id, a user-given path, or a ${CHECKPOINT:?...} placeholder
-    fmt: str  # weight format the plan runs: bf16 | fp8 | nvfp4 | mxfp4
+    fmt: str  # weight format the plan runs: bf16 | fp8 | nvfp4 | mxfp4 (a MoE model's: its experts')
     online_fp8: bool  # BF16 weights quantized to FP8 at load (SGLang/vLLM --quantization fp8)
     note: str  # one comment line saying where the checkpoint comes from
+    need: str = ""  # the weights a missing checkpoint must hold, in words (`fmt` when empty)
 
     @property
     def missing(self) -> bool:
@@ -174,28 +177,44 @@ class Weights:
         return self.path.startswith(CHECKPOINT_HOLE)
 
 
+def carried_dense(m: ModelSpec, fmt: str) -> str:
+    """The format of the dense layers (attention projections, dense FFNs, shared experts) in the catalog
+    checkpoint of MoE model `m` whose routed experts are `fmt`: the model's own release carries its own
+    (`planner.model.defaults.checkpoint_formats`), a BF16 release BF16, and an FP8 release of a 16-bit
+    model (block FP8 over every linear layer, e.g. Qwen/Qwen3-235B-A22B-FP8) or an NVIDIA ModelOpt NVFP4
+    quantization FP8, as `checkpoint_formats` reads an NVFP4 checkpoint."""
+    dense_ck, moe_ck = checkpoint_formats(m)
+    if fmt == moe_ck:
+        return dense_ck
+    return "bf16" if fmt == "bf16" else "fp8"
+
+
 def weights(q: Question, pool: Pool) -> Weights:
     """The checkpoint for the pool's precision: `--checkpoint` if given, else the catalog's repo
-    id for the format the plan runs (experts' format for MoE models), else BF16 weights with
-    online FP8 when the plan runs FP8, else a placeholder that stops the shell with the field to
-    fill."""
+    id for the format the plan runs (a MoE model's: its experts', where that checkpoint's dense layers
+    are in the plan's dense format too, `carried_dense`), else BF16 weights with online FP8 when the
+    plan runs every layer in FP8 (online quantization takes dense layers and experts alike), else a
+    placeholder that stops the shell with the field to fill."""
     m, p = pool.instance.model, pool.instance.precision
     fmt = p.moe if m.moe is not None else p.dense
     if q.checkpoint:
         return Weights(q.checkpoint, fmt, False, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights")
     ck = m.checkpoints
     repo = getattr(ck, fmt, None) if ck is not None else None  # formats with no field (w4a16): none
-    if repo:
+    carried = carried_dense(m, fmt) if m.moe is not None else p.dense
+    if repo and carried == p.dense:
         return Weights(repo, fmt, False, f"# weights: {repo} ({fmt}; catalog {m.id}.yaml checkpoints)")
-    if fmt == "fp8" and ck is not None and ck.bf16:
+    if fmt == "fp8" and p.dense == "fp8" and ck is not None and ck.bf16:
         return Weights(ck.bf16, fmt, True, f"# weights: {ck.bf16} (BF16) quantized to FP8 at load")
+    need = fmt if carried == p.dense else f"{p.dense} dense layers, {fmt} experts"
+    other = f" ({repo} has {carried} dense layers)" if repo else ""
     where = (
         "the model is a HF config.json: pass planner plan --checkpoint REPO_ID"
         if q.model not in model_ids()
-        else f"no {fmt} checkpoint of {m.id} in the catalog: export CHECKPOINT or pass --checkpoint"
+        else f"no checkpoint of {m.id} with {need} in the catalog{other}: export CHECKPOINT or pass --checkpoint"
     )
     hole = CHECKPOINT_HOLE + where + "}"
-    return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})")
+    return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})", need)
 
 
 def sh(value: object) -> str:

@@ -48,7 +48,7 @@ def usable(w: Weights) -> Weights:
     if not w.online_fp8:
         return w
     why = "TRT-LLM does not quantize BF16 weights at load: an FP8 (ModelOpt) checkpoint is needed"
-    return Weights(CHECKPOINT_HOLE + why + "}", w.fmt, False, f"# weights: set CHECKPOINT ({why})")
+    return Weights(CHECKPOINT_HOLE + why + "}", w.fmt, False, f"# weights: set CHECKPOINT ({why})", w.need)
 
 
 def pool_commands(i: Inst, w: Weights) -> str:

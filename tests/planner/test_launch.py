@@ -23,7 +23,7 @@ from planner.engines import ENGINES as PROFILES
 from planner.engines import profile
 from planner.inputs.question import DEFAULT_QUESTION, Question
 from planner.inputs.scenario import load_scenario
-from planner.launch import ENGINES, launch_commands
+from planner.launch import ENGINES, launch_commands, requirements
 from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
 from planner.launch.common import inst
 from planner.model.defaults import resolve
@@ -237,13 +237,54 @@ def _one(model: str, hardware: str, **kw) -> tuple[Question, object]:
 
 
 def test_the_checkpoint_matches_the_plans_precision():
-    """An FP8 checkpoint is never told it is NVFP4; an NVFP4 plan loads an NVFP4 checkpoint."""
+    """An FP8 checkpoint is never told it is NVFP4; an NVFP4 plan loads an NVFP4 checkpoint; a catalog
+    checkpoint is loaded only where its dense layers are in the plan's dense format too."""
     q, r = _one("qwen3-30b-a3b", "h100-sxm")
     prec = r.deployment.pools[0].instance.precision
     out = launch_commands(q, r)
     want = {"fp8": "Qwen/Qwen3-30B-A3B-FP8", "bf16": "Qwen/Qwen3-30B-A3B"}[prec.moe]
-    assert want in out["sglang"]
+    if prec.dense == prec.moe:
+        assert want in out["sglang"]
+        assert "${CHECKPOINT:?" not in out["sglang"]
+    else:  # the catalog's releases quantize dense layers and experts alike
+        assert "${CHECKPOINT:?" in out["sglang"]
     assert "modelopt_fp4" not in out["sglang"]
+
+
+def _pool_question(model: str, hw: str, dense: str, moe: str) -> tuple[Question, SimpleNamespace]:
+    prec = PrecisionMix(attention="bf16", kv_cache="bf16", dense=dense, moe=moe)
+    par = Parallelism(gpus=8, tp=8)
+    pool = make_pool("vllm", "aggregated", 1, par, get_model(model), get_hardware(hw), prec, None)
+    r = SimpleNamespace(deployment=Deployment("vllm", (pool,)), point=SimpleNamespace(batch=32))
+    return Question(model=model, hardware=hw, max_gpus=8, engine="vllm"), r
+
+
+@pytest.mark.parametrize(
+    ("model", "dense", "moe", "repo"),
+    [
+        ("gpt-oss-120b", "bf16", "mxfp4", "openai/gpt-oss-120b"),  # the release: BF16 attention, MXFP4 experts
+        ("gpt-oss-120b", "fp8", "mxfp4", None),  # no release has FP8 dense layers over MXFP4 experts
+        ("qwen3-235b-a22b", "fp8", "fp8", "Qwen/Qwen3-235B-A22B-FP8"),  # block FP8 over every linear layer
+        ("qwen3-235b-a22b", "bf16", "fp8", None),  # ... so not BF16 dense layers; nor online FP8 (it takes all)
+        ("qwen3-235b-a22b", "bf16", "bf16", "Qwen/Qwen3-235B-A22B"),
+        ("deepseek-v3", "fp8", "fp8", "deepseek-ai/DeepSeek-V3"),
+    ],
+)
+def test_a_moe_checkpoint_is_loaded_only_where_its_dense_layers_match_the_plan(model, dense, moe, repo):
+    """A plan that prices dense layers in another format than the catalog checkpoint of its experts'
+    format carries asks for the weights it priced, in the command and in the plan's `needs`."""
+    q, r = _pool_question(model, "h200-sxm", dense, moe)
+    out = launch_commands(q, r)  # type: ignore[arg-type]
+    assert_parses(out)
+    needs = requirements(q, r.deployment)  # type: ignore[arg-type]
+    if repo is not None:
+        assert repo in out["vllm"]
+        assert "${CHECKPOINT:?" not in out["vllm"]
+        assert needs == []
+    else:
+        assert "${CHECKPOINT:?" in out["vllm"]
+        assert "--quantization fp8" not in out["vllm"]
+        assert needs == [f"weights: {dense} dense layers, {moe} experts (none in the catalog)"]
 
 
 def test_nvfp4_plans_load_nvidia_checkpoints_and_say_so():
@@ -258,7 +299,8 @@ def test_nvfp4_plans_load_nvidia_checkpoints_and_say_so():
 def test_a_format_without_a_known_checkpoint_asks_for_one():
     q, r = _one("gpt-oss-120b", "b200", modes=["aggregated"])
     out = launch_commands(q, r)
-    if r.deployment.pools[0].instance.precision.moe == "mxfp4":
+    prec = r.deployment.pools[0].instance.precision
+    if (prec.moe, prec.dense) == ("mxfp4", "bf16"):  # the release's own formats
         assert "openai/gpt-oss-120b" in out["sglang"]
     else:
         assert "${CHECKPOINT:?" in out["sglang"]
