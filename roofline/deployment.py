@@ -60,6 +60,18 @@ class MTPConfig(StrictModel):
         return 1.0 + self.accepted_tokens
 
 
+# Time programmatic dependent launch (PDL) hides per kernel launch: the dependent kernel's launch and prologue
+# overlap its predecessor's tail; the kernel's floor (roofline.kernel_paths, 2-8 us on Blackwell) is otherwise
+# kept. Measured: ai-dynamo/aiconfigurator PR #550 (nsys, TRT-LLM, DeepSeek-V3.1 NVFP4 decode on GB200, DEP16,
+# batch 32, CUDA graphs): per-layer wall time 17.84 ms against a kernel sum of 19.09 ms, 1.25 ms over the
+# ~1,600-1,800 kernels of such a step (roofline.step counts 1,620): 0.7-0.8 us per launch. TensorRT-LLM tech
+# blog 1 ("Pushing Latency Boundaries", Key Optimizations table) gives a lower bound on its 2025 stack:
+# "Enable PDL" took DeepSeek-R1 on 8xB200 at batch 1 (MTP3, CUDA graphs on) from 168 to 173 TPS/user, 2.9% of
+# the iteration, 0.49 ms over ~1,800 kernels: 0.27 us per launch. Before: half of every floor (1-4 us per
+# launch), which made PDL worth 35% of that iteration (8.3 -> 5.4 ms), against the blog's 3%.
+PDL_HIDDEN_US = 0.7
+
+
 class RuntimeOptions(StrictModel):
     """Engine behaviour that moves step time. Defaults are SGLang's on Hopper/Blackwell."""
 
@@ -161,10 +173,10 @@ class RuntimeOptions(StrictModel):
         return self.eplb if self.eplb is not None else self.redundant_experts > 0
 
     @property
-    def fixed_cost_scale(self) -> float:
-        """PDL overlaps each kernel's prologue with its predecessor's tail (TRT-LLM tech blog 1
-        lists it among the min-latency optimizations); we count half of the per-launch floor."""
-        return 0.5 if self.pdl else 1.0
+    def pdl_hidden_s(self) -> float:
+        """Per-kernel time programmatic dependent launch hides: the dependent kernel's launch and
+        prologue overlap its predecessor's tail (`PDL_HIDDEN_US`); 0 without PDL."""
+        return PDL_HIDDEN_US * 1e-6 if self.pdl else 0.0
 
 
 class InstanceSpec(StrictModel):

@@ -108,7 +108,7 @@ def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
         flops *= _padding(path, op.rows_per_group)
     t_c = flops / (peak * path.compute_eff)
     t_m = op.bytes / (hw.mem_bw * path.memory_eff)
-    fixed = op.launches * path.fixed_s * inst.runtime.fixed_cost_scale
+    fixed = op.launches * max(0.0, path.fixed_s - inst.runtime.pdl_hidden_s)
     bound = "compute" if t_c >= t_m else "memory"
     if fixed > max(t_c, t_m):
         bound = "latency"
