@@ -86,9 +86,14 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
     if e.saturated:
         t.add_row("[red]saturated[/red]", "the offered load exceeds capacity")
     con.print(t)
-    for step, name in ((e.prefill_step, "prefill"), (e.decode_step, "decode")):
-        if step is not None:
-            print_step(con, f"{name} step: {step.time_s * 1e3:,.2f} ms for {step.tokens:,} tokens", step)
+    for step, kind in ((e.prefill_step, "prefill step"), (e.decode_step, "decode step")):
+        if step is None:
+            continue
+        title = kind
+        if kind == "decode step" and any(o.name == "attention.prefill" for o in step.ops):
+            # a mixed scheduler's (vLLM, TRT-LLM) step that carries a prompt's prefill beside the decodes
+            title = "decode step with a prompt (mixed scheduler; TPOT averages it with plain decode steps)"
+        print_step(con, f"{title}: {step.time_s * 1e3:,.2f} ms for {step.tokens:,} tokens", step)
     for role, plan in e.memory.items():
         mt = Table(title=f"memory per GPU ({role} pool), GB")
         for k in plan.breakdown_gb():

@@ -25,6 +25,19 @@ def test_the_disaggregated_example_estimates_its_60_gpus():
     assert data["output_tok_s_per_gpu"] > 0
 
 
+def test_a_mixed_schedulers_decode_step_with_a_prompt_says_so():
+    """TRT-LLM's in-flight batching prices the step that carries a prompt beside the decodes; the table
+    says so instead of calling a 2,404-token step a decode step next to a 6.5 ms TPOT. SGLang's
+    prefill-first decode step carries no prompt and keeps its plain title."""
+    out = runner.invoke(app, ["estimate", str(EXAMPLES / "deepseek-v32-h200-trtllm.yaml")], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "decode step with a prompt (mixed scheduler" in out.output
+    plain = runner.invoke(app, ["estimate", str(EXAMPLES / "dsv4flash-rtxpro-decode-c16.yaml")], terminal_width=200)
+    assert plain.exit_code == 0, plain.output
+    assert "decode step: " in plain.output
+    assert "with a prompt" not in plain.output
+
+
 def test_every_example_estimates_and_explains():
     for path in sorted(EXAMPLES.glob("*.yaml")):
         est = runner.invoke(app, ["estimate", str(path), "--json"])
