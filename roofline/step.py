@@ -51,6 +51,11 @@ class StepCost:
     hidden_comm_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
+    @property
+    def carries_prompt(self) -> bool:
+        """The step prefills prompt tokens: a prefill step, or a mixed scheduler's decode step with a prompt."""
+        return any(op.name == "attention.prefill" for op in self.ops)
+
     def by_category(self) -> dict[str, float]:
         out = dict.fromkeys(CATEGORIES, 0.0)
         for op in self.ops:

@@ -89,8 +89,10 @@ def explain_change(b0: Breakdown, b1: Breakdown, traffic: dict[str, Any]) -> str
         if "request_rate" in held
         else f"{held.get('concurrency', 0):,} requests in flight"
     )
+    mixed = any(e.decode_step is not None and e.decode_step.carries_prompt for e in (e0, e1))
+    step = "the decode step with a prompt (mixed scheduler)" if mixed else "the decode step"
     text = (
-        f"Why: at the held load ({load}) the decode step takes {step0:,.1f} -> {step1:,.1f} ms for "
+        f"Why: at the held load ({load}) {step} takes {step0:,.1f} -> {step1:,.1f} ms for "
         f"{e0.decode_batch:,.0f} -> {e1.decode_batch:,.0f} sequences per instance"
     )
     if b0.tokens_per_step != b1.tokens_per_step:
@@ -98,7 +100,11 @@ def explain_change(b0: Breakdown, b1: Breakdown, traffic: dict[str, Any]) -> str
             f", each advancing {b0.tokens_per_step:.2f} -> {b1.tokens_per_step:.2f} tokens per step (MTP: the step "
             "also verifies the draft tokens, so it costs more)"
         )
-    text += "; TPOT = step time / tokens per step, and a longer step holds more sequences at the same rate."
+    text += (
+        "; TPOT = step time / tokens per step"
+        + (", averaged with the plain decode steps between prompts" if mixed else "")
+        + ", and a longer step holds more sequences at the same rate."
+    )
     pre0, pre1 = sum(b0.prefill_ms.values()), sum(b1.prefill_ms.values())
     if abs(pre1 - pre0) > 0.01 * max(pre0, 1e-9):
         off0, off1 = b0.prefill_ms["weight offload"], b1.prefill_ms["weight offload"]

@@ -90,7 +90,7 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         if step is None:
             continue
         title = kind
-        if kind == "decode step" and any(o.name == "attention.prefill" for o in step.ops):
+        if kind == "decode step" and step.carries_prompt:
             # a mixed scheduler's (vLLM, TRT-LLM) step that carries a prompt's prefill beside the decodes
             title = "decode step with a prompt (mixed scheduler; TPOT averages it with plain decode steps)"
         print_step(con, f"{title}: {step.time_s * 1e3:,.2f} ms for {step.tokens:,} tokens", step)
