@@ -15,11 +15,10 @@ from dataclasses import dataclass
 
 from planner.engines import LaunchTool, profile
 from planner.inputs.question import Question
-from planner.model.defaults import checkpoint_formats
+from planner.model.defaults import carried_dense
 from planner.model.deployment import Pool, layout_label
 from planner.model.steps import step_memory
 from roofline.catalog import model_ids
-from roofline.catalog.schema import ModelSpec
 from roofline.memory import embedding_bytes
 
 CHECKPOINT_HOLE = "${CHECKPOINT:?"  # a checkpoint placeholder the user must fill (Weights.missing)
@@ -175,18 +174,6 @@ class Weights:
     def missing(self) -> bool:
         """No checkpoint is known for the format: `path` is the placeholder that stops the shell."""
         return self.path.startswith(CHECKPOINT_HOLE)
-
-
-def carried_dense(m: ModelSpec, fmt: str) -> str:
-    """The format of the dense layers (attention projections, dense FFNs, shared experts) in the catalog
-    checkpoint of MoE model `m` whose routed experts are `fmt`: the model's own release carries its own
-    (`planner.model.defaults.checkpoint_formats`), a BF16 release BF16, and an FP8 release of a 16-bit
-    model (block FP8 over every linear layer, e.g. Qwen/Qwen3-235B-A22B-FP8) or an NVIDIA ModelOpt NVFP4
-    quantization FP8, as `checkpoint_formats` reads an NVFP4 checkpoint."""
-    dense_ck, moe_ck = checkpoint_formats(m)
-    if fmt == moe_ck:
-        return dense_ck
-    return "bf16" if fmt == "bf16" else "fp8"
 
 
 def weights(q: Question, pool: Pool) -> Weights:

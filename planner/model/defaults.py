@@ -95,6 +95,18 @@ def checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
     return dense, moe
 
 
+def carried_dense(m: ModelSpec, fmt: str) -> str:
+    """The format of the dense layers (attention projections, dense FFNs, shared experts) in the catalog
+    checkpoint of MoE model `m` whose routed experts are `fmt`: the model's own release carries its own
+    (`checkpoint_formats`), a BF16 release BF16, and an FP8 release of a 16-bit
+    model (block FP8 over every linear layer, e.g. Qwen/Qwen3-235B-A22B-FP8) or an NVIDIA ModelOpt NVFP4
+    quantization FP8, as `checkpoint_formats` reads an NVFP4 checkpoint."""
+    dense_ck, moe_ck = checkpoint_formats(m)
+    if fmt == moe_ck:
+        return dense_ck
+    return "bf16" if fmt == "bf16" else "fp8"
+
+
 def attention_default(engine: str, m: ModelSpec, hw: HardwareSpec, kv: str) -> tuple[str, str]:
     """The attention math an engine runs when it is not stated, and why: FP8 for a dense MLA model
     over an FP8 KV cache where the engine's MLA decode quantizes the query to FP8 (engine profile
