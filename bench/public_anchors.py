@@ -12,8 +12,9 @@ A bad anchor (or a file that does not load) becomes an error row, never a crash 
 `--refresh FILE ...` re-predicts only the anchors of the files named and keeps every other row of the saved
 results (`--out`) as it is: for a change that can only move those files' anchors (say which in the commit); the
 saved `provenance` says which files were re-predicted at which commit, on top of the provenance they came from.
-`--match REGEX` (with `--refresh`) narrows it to the anchors whose id it matches (re.search; plain text is a
-substring); the files' other rows are kept.
+A corpus file new since the saved run (in validation/public, not among its files) is predicted whole and
+its rows added. `--match REGEX` (with `--refresh`) narrows it to the anchors whose id it matches (re.search;
+plain text is a substring); the files' other rows are kept.
 
 Usage: python bench/public_anchors.py [FILE ...] [--split test|train|all] [--jobs N] [--out PATH]
        python bench/public_anchors.py --refresh validation/public/F.yaml [...] [--match TEXT] [--jobs N] [--commit SHA]
@@ -256,7 +257,9 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: st
         print(f"--refresh: needs the saved results of a full run in {out} ({exc})", file=sys.stderr)
         return 2
     names = {_rel(p.resolve()) for p in paths}
-    unknown = names - set(saved.get("files", []))
+    files = list(saved.get("files", []))
+    added = sorted(n for n in names - set(files) if _in_corpus(n))  # a corpus file new since the saved run
+    unknown = names - set(files) - set(added)
     if unknown:
         print(f"--refresh: {', '.join(sorted(unknown))} is not among the saved run's files", file=sys.stderr)
         return 2
@@ -277,11 +280,19 @@ def refresh(paths: list[Path], out: Path, jobs: int, match: str = "", commit: st
     which = ", ".join(sorted(names))
     which = f"the anchors of {which} whose id matches {match!r}" if match else which
     note = f"{which} re-predicted (--refresh) at {commit}"
-    payload = {**saved, "tables": tabs, "rows": rows}
+    if added:
+        note += f" ({', '.join(added)} new to the corpus: its rows added)"
+    payload = {**saved, "tables": tabs, "rows": rows, "files": files + added}
     payload["provenance"] = f"{saved.get('provenance', 'full run')}; then {note}"
     save(out, payload)
     print(f"\nsaved {out} ({len(fresh)} rows re-predicted, {kept} kept)")
     return 0
+
+
+def _in_corpus(name: str) -> bool:
+    """Whether a file (as `_rel` names it) is one of the corpus files a full run reads (validation/public)."""
+    path = ROOT / name
+    return path.parent.resolve() == PUBLIC.resolve() and path.suffix == ".yaml"
 
 
 def _head() -> str:

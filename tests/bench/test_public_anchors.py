@@ -101,6 +101,24 @@ def test_refresh_repredicts_only_the_named_files_and_keeps_the_other_rows(tmp_pa
     assert pa.main(["--refresh", str(other), "--out", str(out)]) == 2  # not a file of the saved run
 
 
+def test_refresh_adds_a_corpus_file_new_since_the_saved_run(tmp_path, monkeypatch):
+    corpus = tmp_path / "public"
+    corpus.mkdir()
+    a = _write(corpus / "tiny-a.yaml", "test", [DECODE])
+    out = tmp_path / "public_anchors.json"
+    assert pa.main([str(a), "--no-public", "--out", str(out)]) == 0
+    new = _write(corpus / "tiny-new.yaml", "train", [TPOT])
+    outside = _write(tmp_path / "tiny-outside.yaml", "train", [TPOT])
+    monkeypatch.setattr(pa, "PUBLIC", corpus)
+    assert pa.main(["--refresh", str(outside), "--out", str(out)]) == 2  # outside the corpus: still refused
+    assert pa.main(["--refresh", str(new), "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert sorted(r["file"] for r in saved["rows"]) == ["tiny-a.yaml", "tiny-new.yaml"]
+    assert any(f.endswith("tiny-new.yaml") for f in saved["files"])
+    assert "new to the corpus" in saved["provenance"]
+    assert saved["tables"]["train"]["all"]["count"] == 1
+
+
 def test_refresh_with_match_repredicts_only_the_matching_anchors_of_the_file(tmp_path):
     a = _write(tmp_path / "tiny-a.yaml", "test", [DECODE, TPOT])
     out = tmp_path / "public_anchors.json"
