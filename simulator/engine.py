@@ -288,6 +288,7 @@ def simulate(
             "out_tokens": out_tokens,
             "warmup_by": cfg.warmup_by,
             "warmup_fraction": cfg.warmup_fraction,
+            "open_loop": wl.arrival_s is not None,  # arrivals at their own times, not when requests finish
             "notes": ctx.notes,
         },
     )

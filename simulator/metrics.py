@@ -4,6 +4,11 @@ goodput under an SLO, Little's-law check; per-request records and per-step time 
 The measured window runs from the arrival of the first request after warm-up to the last
 arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
 A window of no length has no rate: `summarize` raises `SimulationError` rather than divide by it.
+
+`overloaded`: the deployment completes less than (1 - OVERLOAD_SHORTFALL) of the output tokens the
+window's arrivals ask for (the requests arriving in it, dropped ones left out, their output tokens over
+its length): a queue that grows for as long as the run lasts, whose latencies are the run's length's
+rather than a steady state's. A closed loop never is (its arrivals follow its completions).
 """
 
 from __future__ import annotations
@@ -15,6 +20,11 @@ from typing import Any
 import numpy as np
 
 from simulator.engine import SimResult, SimulationError
+
+# Completed output tokens short of the window's offered tokens by more than this: over capacity. In a
+# steady state the two differ by the requests in flight at the window's ends only (a few percent at the
+# planner's run lengths: about three rounds of the requests in flight).
+OVERLOAD_SHORTFALL = 0.10
 
 
 def _stats_ms(x: np.ndarray) -> dict[str, float | None]:
@@ -98,6 +108,9 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     kv = steps[kv_rows, 5] if len(steps) else np.zeros(0)
     tpots = lat["tpot"][m]
     tpot_mean = float(np.nanmean(tpots)) if np.isfinite(tpots).any() else float("nan")
+    arriving = (t.arrival >= t0) & (t.arrival < t1) & ~t.dropped
+    open_loop = res.extra.get("open_loop", False) and res.extra.get("warmup_by") != "completion"
+    offered = float(t.osl[arriving].sum()) / span if open_loop else out_tok_s
     good = None
     if slo and any(v is not None for v in slo.values()):
         ok = m.copy()
@@ -116,6 +129,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "output_tok_s_per_gpu": round(float(out_tok_s) / res.gpus, 3),
         "total_tok_s_per_gpu": round(float(in_tok_s + out_tok_s) / res.gpus, 3),
         "output_tok_s_per_user": round(1.0 / tpot_mean, 3) if tpot_mean > 0 else None,
+        "offered_output_tok_s": round(offered, 3),
+        "overloaded": bool(out_tok_s < (1.0 - OVERLOAD_SHORTFALL) * offered),
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
         "requests_dropped": int(t.dropped.sum()),

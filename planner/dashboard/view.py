@@ -24,7 +24,7 @@ COLUMN_HELP = {
     "precision": "attention / KV cache / dense layers / experts number formats",
     "batch": "decode sequences in flight per decode (or aggregated) instance at this operating point",
     "figures": "where the row's latency and throughput come from: simulated p90 (not steady: the run's two "
-    "halves disagree) or the estimator's means",
+    "halves disagree; over capacity: its queue grows, so it meets no SLO) or the estimator's means",
     "TTFT ms": "time to first token: simulated p90, or the estimate's mean",
     "TPOT ms": "time per output token after the first: simulated p90, or the estimate's mean",
     "tok/s/GPU": "output tokens per second per GPU at this operating point",

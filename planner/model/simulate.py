@@ -14,10 +14,13 @@ throughput and mean TPOT over the two halves of the measured window must agree w
 `CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
 offered load); if they do not and the request count was not fixed (by the user or a trace), the
 run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
-`converged: false` with a warning. It does not choose traffic: the scenario or question states it;
-the summary's `traffic` says what ran (a trace or arrival process replays its own rate, which the
-steady-state estimate, priced at `workload.request_rate`, does not: `traffic_note` says so when they
-differ by more than `RATE_MISMATCH`).
+`converged: false` with a warning. A run over capacity (`overloaded`: it completes clearly fewer output
+tokens than its arrivals ask for) is not repeated, and its warning says so. `steady` says whether the
+figures are a steady state's (or, for traffic that changes by design, that traffic's): neither an
+overloaded run nor one whose halves still disagree can verify an SLO (planner.search.verify).
+It does not choose traffic: the scenario or question states it; the summary's `traffic` says what ran
+(a trace or arrival process replays its own rate, which the steady-state estimate, priced at
+`workload.request_rate`, does not: `traffic_note` says so when they differ by more than `RATE_MISMATCH`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from planner.model.metrics import Metrics, phase_models
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
+from simulator.engine import SimulationError
 from simulator.metrics import latencies, measured_mask
 
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
@@ -182,7 +186,10 @@ def run_simulation(
     result = _once(res, cfg, base, progress)
     ok, gap = _converged(result)
     doublings = 0
+    # an overloaded run does not settle with more requests: its queue only grows longer
     while not ok and not pinned and doublings < MAX_DOUBLINGS and cfg.requests * 2 <= MAX_REQUESTS:
+        if _over(result):
+            break
         cfg = cfg.model_copy(update={"requests": cfg.requests * 2})
         result = _once(res, cfg, base, progress)
         ok, gap = _converged(result)
@@ -199,9 +206,29 @@ def run_simulation(
     if note:
         summary["traffic_note"] = note
     summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
-    if not ok:
+    summary["steady"] = not summary["overloaded"] and (ok or _changing(cfg))
+    if summary["overloaded"]:
+        summary["warning"] = (
+            f"over capacity: the deployment completes {summary['output_tok_s']:,.0f} of the "
+            f"{summary['offered_output_tok_s']:,.0f} output tok/s the traffic asks for; its queue grows for as long "
+            "as the run lasts, so these latencies are this run's length's, not a steady state's"
+        )
+    elif not ok:
         summary["warning"] = _unsteady(cfg, gap)
     return result, summary
+
+
+def _changing(cfg: SimConfig) -> bool:
+    """Traffic that changes over the run by design (a trace, a rate schedule): no steady state to reach."""
+    return cfg.trace is not None or (cfg.arrival is not None and cfg.arrival.kind in ("piecewise", "trace"))
+
+
+def _over(result: SimResult) -> bool:
+    """Whether the run is over capacity (`simulator.metrics` `overloaded`)."""
+    try:
+        return bool(summarize(result)["overloaded"])
+    except SimulationError:
+        return False
 
 
 def _unsteady(cfg: SimConfig, gap: float) -> str:
@@ -209,8 +236,7 @@ def _unsteady(cfg: SimConfig, gap: float) -> str:
     piecewise rate schedule) has no steady state to reach, so its figures describe that traffic;
     otherwise the run is too short."""
     halves = f"throughput or mean TPOT differs by {gap:.0%} between the halves of the measured window"
-    changing = cfg.trace is not None or (cfg.arrival is not None and cfg.arrival.kind in ("piecewise", "trace"))
-    if changing:
+    if _changing(cfg):
         return f"{halves}: the traffic changes over the run (trace or rate schedule); the figures describe all of it"
     return f"{halves}: the run has not reached a steady state; use more requests (--requests) for steady-state figures"
 

@@ -21,6 +21,7 @@ from planner.search.plan import Answer, Recommendation, cost_per_mtok
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
 UNSTEADY = "simulated p90, not steady"  # a simulation whose measured halves disagree (its summary's warning)
+OVERLOADED = "simulated p90, over capacity"  # a simulation whose queue grows (summary `overloaded`): never meets
 
 
 def _ms(m: Metrics, name: str) -> float | None:
@@ -53,7 +54,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
-        "figures": UNSTEADY if (m.summary or {}).get("converged") is False else FIGURES[m.method],
+        "figures": _figures(m),
         "ttft_ms": _ms(m, "ttft"),
         "tpot_ms": _ms(m, "tpot"),
         "e2e_ms": _ms(m, "e2e"),
@@ -85,8 +86,17 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
             "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
             "requests": (r.simulated.summary or {}).get("requests_completed"),
             "converged": (r.simulated.summary or {}).get("converged"),
+            "overloaded": (r.simulated.summary or {}).get("overloaded"),
         },
     }
+
+
+def _figures(m: Metrics) -> str:
+    """Where a row's figures come from, and whether its simulation was over capacity or unsteady."""
+    summary = m.summary or {}
+    if summary.get("overloaded"):
+        return OVERLOADED
+    return UNSTEADY if summary.get("converged") is False else FIGURES[m.method]
 
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
@@ -168,8 +178,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
-        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree), else estimate "
-        "means; tok/s/user = 1000 / the TPOT shown; "
+        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree; 'over capacity': "
+        "its queue grows, never meets), else estimate means; tok/s/user = 1000 / the TPOT shown; "
         "precision: attention/KV/dense/experts"
     )
     t = Table(title=f"{title} ({how})")

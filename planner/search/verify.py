@@ -58,7 +58,9 @@ def as_resolved(q: Question, p: Point) -> Resolved:
 
 def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:
     """Whether the figures meet every target (p90s when simulated, means when estimated), and
-    target / achieved per target."""
+    target / achieved per target. A simulation that is not a steady state (its summary's `steady`: over
+    capacity, or its halves still disagree after the longest run, as near capacity a queue wanders
+    without bound) meets none, whatever its finite run's p90s are."""
     stat = "p90" if m.method == "simulate" else "mean"
     slack = {}
     for key, target in q.slo.targets().items():
@@ -66,7 +68,8 @@ def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:
             continue
         got = m.latency_ms(key.split("_")[0], stat)
         slack[key] = target / got if got else (0.0 if got is None else float("inf"))
-    return all(v >= 1 for v in slack.values()), slack
+    unsteady = m.method == "simulate" and (m.summary or {}).get("steady") is False
+    return not unsteady and all(v >= 1 for v in slack.values()), slack
 
 
 def verify(q: Question, p: Point) -> Metrics:

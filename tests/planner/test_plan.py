@@ -331,14 +331,21 @@ def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
     assert "first fit within" not in served.notes[0], served.notes
 
 
-def test_a_simulation_that_did_not_settle_says_so_in_figures():
-    """Kimi K2 on 16 H200 at 4 req/s of 3,000-token prompts: the simulated batch keeps growing (the run's
-    halves disagree), and the record's `figures` says 'not steady' exactly where its run did not converge."""
+def test_a_simulation_that_did_not_settle_says_so_in_figures_and_never_meets():
+    """Kimi K2 on 16 H200 at 4 req/s of 3,000-token prompts: more than the deployments complete, so each
+    simulated run's queue grows (its halves disagree too). The record's `figures` says 'over capacity'
+    exactly where the run was overloaded and 'not steady' where it only did not converge, and neither
+    meets the SLO whatever its finite run's p90s are."""
     question = ["--model", "kimi-k2", "--hardware", "h200-sxm", "--gpus", "16", "--rate", "4"]
     out = CliRunner().invoke(app, ["plan", *question, "--isl", "3000", "--osl", "500", "--json"])
     assert out.exit_code == 0, out.output
     recs = json.loads(out.output)["recommendations"]
-    unsteady = [r for r in recs if r["simulated"] and r["simulated"]["converged"] is False]
-    assert unsteady
+    sims = [r for r in recs if r["simulated"]]
+    over = [r for r in sims if r["simulated"]["overloaded"]]
+    unsteady = [r for r in sims if r["simulated"]["converged"] is False and not r["simulated"]["overloaded"]]
+    assert over
     for r in recs:
+        assert (r["figures"] == "simulated p90, over capacity") == (r in over)
         assert (r["figures"] == "simulated p90, not steady") == (r in unsteady)
+        if r in over or r in unsteady:
+            assert r["meets_slo"] is False

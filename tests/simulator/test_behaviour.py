@@ -29,9 +29,12 @@ def _sat_rate(base, isl, osl):
 def test_ttft_stays_flat_below_saturation_and_grows_without_bound_above():
     sat = _sat_rate(DISAGG_H200, 1000, 100)
 
+    runs = {}
+
     def p50_ttft(frac, n):
         res = scenario(DISAGG_H200, {"isl": 1000, "osl": 100, "request_rate": frac * sat})
         _, m = run_simulation(res, SimConfig(requests=n, seed=2))
+        runs[frac, n] = m
         return m["ttft_ms"]["p50"]
 
     below_short, below_long = p50_ttft(0.6, 1500), p50_ttft(0.6, 4500)
@@ -39,6 +42,24 @@ def test_ttft_stays_flat_below_saturation_and_grows_without_bound_above():
     assert below_long == pytest.approx(below_short, rel=0.25)
     assert above_long > 2 * above_short  # the queue keeps growing with the run's length
     assert above_short > 5 * below_short
+    # the summary says which runs are over capacity, and those are no steady state
+    for (frac, _), m in runs.items():
+        assert m["overloaded"] is (frac > 1)
+        assert m["steady"] is (m["converged"] and not m["overloaded"])
+        if frac > 1:
+            assert m["steady"] is False
+            assert m["output_tok_s"] < 0.9 * m["offered_output_tok_s"]
+            assert "over capacity" in m["warning"]
+        else:
+            assert m["output_tok_s"] == pytest.approx(m["offered_output_tok_s"], rel=0.05)
+
+
+def test_a_closed_loop_is_never_over_capacity():
+    """Its arrivals follow its completions: a saturated offline run keeps its queue bounded by design."""
+    res = scenario(AGG_LLAMA, {"isl": 1000, "osl": 200, "concurrency": 512})
+    _, m = run_simulation(res, SimConfig(requests=2048, seed=1))
+    assert m["overloaded"] is False
+    assert m["offered_output_tok_s"] == m["output_tok_s"]
 
 
 def test_seed_003_pd_deployment_queues_at_concurrency_16(shared_dir):
