@@ -299,7 +299,16 @@ def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]
     anchors = data["anchors"] or []
     if not isinstance(anchors, list):
         raise ScenarioError(f"{p}: `anchors` must be a list")
-    results = [predict_anchor(a, p.parent) for a in anchors]
+    results, seen = [], set()
+    for a in anchors:
+        aid = a.get("id") if isinstance(a, dict) else None
+        if isinstance(aid, str) and aid in seen:  # rows are keyed by id: a second one would shadow the first
+            why = f"anchor {one_line(aid, 300)}: id: already used by an earlier anchor of this file; ids must be unique"
+            results.append(AnchorResult(aid, str(a.get("metric", "?")), _number(a.get("value")), None, None, False,
+                                        "estimate", [], why, _number(a.get("tolerance")) or 0.15, True))  # fmt: skip
+            continue
+        seen.add(aid)
+        results.append(predict_anchor(a, p.parent))
     errs = [abs(r.rel_error) for r in results if r.rel_error is not None]
     summary = {
         "count": len(results),

@@ -49,6 +49,19 @@ def test_a_bad_anchor_is_a_row_with_its_reason_not_a_crash(tmp_path):
     assert "workload.isl" in by_id["neg"].error
 
 
+def test_a_repeated_id_is_an_input_error_of_that_anchor_only(tmp_path):
+    """New-user trial: two anchors with one id were both predicted, their rows indistinguishable."""
+    results, summary = validate_file(_file(tmp_path, [GOOD, {**GOOD, "value": 900}]))
+    assert summary["count"] == 2
+    assert summary["predicted"] == 1
+    assert results[0].predicted is not None
+    assert results[1].input_error
+    assert results[1].error.startswith("anchor h200-decode: id: already used")
+    out = CliRunner().invoke(app, ["validate", str(_file(tmp_path, [GOOD, GOOD]))])
+    assert out.exit_code == 2
+    assert "Traceback" not in out.output
+
+
 def test_json_output_has_the_documented_keys(tmp_path):
     out = CliRunner().invoke(app, ["validate", str(_file(tmp_path, [GOOD])), "--json"])
     assert out.exit_code == 0, out.output
