@@ -171,15 +171,19 @@ class RuntimeSpec(InputModel):
         return v.get(role, "unknown") if isinstance(v, dict) else v
 
 
+UNKNOWN_SECTIONS = ("deployment", "precision", "workload", "runtime")  # sections whose every field may be unknown
+
+
 class Scenario(InputModel):
     """A deployment under a workload. `deployment: unknown` (or absent) and any unknown field are
     searched by `planner.search.unknowns.resolve_any`; `planner.model.defaults.resolve` needs them stated."""
 
     @model_validator(mode="before")
     @classmethod
-    def _unknown_deployment(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("deployment") == "unknown":
-            return {**data, "deployment": {}}
+    def _unknown_sections(cls, data: Any) -> Any:
+        """A section given as a whole as `unknown` is that section with every field unknown."""
+        if isinstance(data, dict):
+            return {**data, **{k: {} for k in UNKNOWN_SECTIONS if data.get(k) == "unknown"}}
         return data
 
     # free text, but printed in rich tables: no markup brackets, no control characters

@@ -77,6 +77,18 @@ def test_every_user_error_is_a_planner_error():
     assert issubclass(CatalogError, PlannerError)
 
 
+def test_a_whole_section_may_be_unknown():
+    """New-user trial: `precision: unknown` was refused ('Input should be a valid dictionary') though
+    the README says any field may be unknown; a section given as `unknown` is every field of it unknown."""
+    whole = parse_scenario(_with(precision="unknown", runtime="unknown"))
+    fields = parse_scenario(_with(precision={}, runtime={}))
+    assert whole == fields
+    assert resolve(whole).deployment.first("aggregated").instance.precision.moe == "fp8"  # the checkpoint's
+    assert parse_scenario(_with(workload="unknown")).workload.isl == "unknown"
+    with pytest.raises(ScenarioError, match="precision"):
+        parse_scenario(_with(precision="fast"))
+
+
 def test_unknowns_are_filled_and_reported():
     res = resolve(parse_scenario(_with(engine="trtllm", mtp="unknown", workload={"concurrency": 1})))
     assert res.isl == 1024
