@@ -27,7 +27,7 @@ from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
 from planner.model.simulate import run_simulation, standard_config
 from planner.report.catalog_report import print_catalog
-from planner.report.plan_report import answer_dict, print_answer, write_chart
+from planner.report.plan_report import answer_dict, print_answer, write_chart, write_scenarios
 from planner.report.report import (
     estimate_dict,
     explanation_dict,
@@ -225,6 +225,10 @@ def plan(
     workers: Annotated[int | None, typer.Option(help="local processes (default: all cores)")] = None,
     ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (needs the `ray` extra)")] = None,
     chart: Annotated[Path | None, typer.Option(help="write the Pareto chart as HTML")] = None,
+    scenarios: Annotated[
+        Path | None,
+        typer.Option(help="folder for each row's scenario (rec<N>_scenario.yaml) to rerun with `planner simulate`"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Recommend deployments for a question. Fields not given keep the documented default question:
@@ -246,6 +250,8 @@ def plan(
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
     _writable("--chart", chart)
+    if scenarios is not None and not scenarios.is_dir():
+        raise PlannerError(f"--scenarios: folder {str(scenarios)!r} does not exist")
     sim = None
     if workload is not None:
         data = load_yaml(workload)
@@ -260,6 +266,14 @@ def plan(
         print_answer(con, ans)
     if chart is not None:
         write_chart(ans, chart)
+    if scenarios is not None:
+        paths = write_scenarios(ans, scenarios)
+        err.print(
+            f"{len(paths)} scenarios written to {scenarios} (planner simulate {paths[0]} reruns row 1)"
+            if paths
+            else "no recommendation: no scenario written",
+            markup=False,
+        )
 
 
 @app.command()

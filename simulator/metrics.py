@@ -5,10 +5,15 @@ The measured window runs from the arrival of the first request after warm-up to 
 arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
 A window of no length has no rate: `summarize` raises `SimulationError` rather than divide by it.
 
-`overloaded`: the deployment completes less than (1 - OVERLOAD_SHORTFALL) of the output tokens the
-window's arrivals ask for (the requests arriving in it, dropped ones left out, their output tokens over
-its length): a queue that grows for as long as the run lasts, whose latencies are the run's length's
-rather than a steady state's. A closed loop never is (its arrivals follow its completions).
+`overloaded`: a queue that grows for as long as the run lasts, whose latencies are the run's length's
+rather than a steady state's. Either the deployment completes less than (1 - OVERLOAD_SHORTFALL - service /
+window) of the output tokens the window's arrivals ask for (the requests arriving in it, dropped ones left
+out, their output tokens over its length; service / window: the share of them still being served at its
+end, their mean E2E less their wait before prefill over the window's length), or, near its capacity (where
+it still completes about what arrives), the wait before prefill grows over the window: the last quarter of
+its arrivals wait more than QUEUE_GROWTH times as long as the first quarter, and longer by more than
+QUEUE_GROWTH_FLOOR of their service time (a growth that noise in short waits does not reach).
+A closed loop never is (its arrivals follow its completions).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from simulator.engine import SimResult, SimulationError
 # steady state the two differ by the requests in flight at the window's ends only (a few percent at the
 # planner's run lengths: about three rounds of the requests in flight).
 OVERLOAD_SHORTFALL = 0.10
+QUEUE_GROWTH = 2.0  # last-quarter over first-quarter mean wait before prefill: a queue still growing ...
+QUEUE_GROWTH_FLOOR = 0.25  # ... by more than this share of a request's service time
 
 
 def _stats_ms(x: np.ndarray) -> dict[str, float | None]:
@@ -111,6 +118,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     arriving = (t.arrival >= t0) & (t.arrival < t1) & ~t.dropped
     open_loop = res.extra.get("open_loop", False) and res.extra.get("warmup_by") != "completion"
     offered = float(t.osl[arriving].sum()) / span if open_loop else out_tok_s
+    service = float(np.nanmean(lat["e2e"][m] - lat["queue"][m])) if m.any() else 0.0
+    in_flight = min(service / span, 1.0)  # the window's offered tokens still being generated at its end
     good = None
     if slo and any(v is not None for v in slo.values()):
         ok = m.copy()
@@ -130,7 +139,8 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "total_tok_s_per_gpu": round(float(in_tok_s + out_tok_s) / res.gpus, 3),
         "output_tok_s_per_user": round(1.0 / tpot_mean, 3) if tpot_mean > 0 else None,
         "offered_output_tok_s": round(offered, 3),
-        "overloaded": bool(out_tok_s < (1.0 - OVERLOAD_SHORTFALL) * offered),
+        "overloaded": bool(out_tok_s < (1.0 - OVERLOAD_SHORTFALL - in_flight) * offered)
+        or (open_loop and _queue_grows(res, m)),
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
         "requests_dropped": int(t.dropped.sum()),
@@ -148,6 +158,24 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "model_calls": res.model_calls,
         "notes": list(res.extra.get("notes", [])),
     }
+
+
+def _queue_grows(res: SimResult, measured: np.ndarray) -> bool:
+    """The measured requests' wait before prefill grows across the window: the last quarter of them by
+    arrival waits QUEUE_GROWTH x the first quarter's mean wait, and longer by QUEUE_GROWTH_FLOOR of its
+    service time (E2E less that wait)."""
+    t = res.table
+    idx = np.flatnonzero(measured)
+    if len(idx) < 8:
+        return False
+    idx = idx[np.argsort(t.arrival[idx], kind="stable")]
+    lat = latencies(res)
+    wait, e2e = lat["queue"], lat["e2e"]
+    q = len(idx) // 4
+    first, last = idx[:q], idx[-q:]
+    w0, w1 = float(np.nanmean(wait[first])), float(np.nanmean(wait[last]))
+    service = float(np.nanmean(e2e[last] - wait[last]))
+    return w1 > QUEUE_GROWTH * w0 and w1 - w0 > QUEUE_GROWTH_FLOOR * service
 
 
 def _count(values: Any) -> dict[str, int]:

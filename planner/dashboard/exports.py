@@ -15,11 +15,11 @@ import yaml
 
 from planner.dashboard.whatif import WhatIf
 from planner.inputs.scenario import parse_scenario
-from planner.model.defaults import resolve, to_scenario
+from planner.model.defaults import resolve
 from planner.report.plan_report import answer_dict, csv_text
+from planner.report.plan_report import scenario_of as record_scenario
 from planner.search.plan import Answer, Recommendation
 from planner.search.score import Point
-from planner.search.verify import as_resolved
 from roofline.errors import PlannerError
 from simulator import TraceSpec
 
@@ -36,8 +36,8 @@ def code_fingerprint() -> str:
 
 
 def scenario_of(a: Answer, index: int) -> dict[str, Any]:
-    """Recommendation `index` with the question's traffic, as a scenario mapping."""
-    return to_scenario(as_resolved(a.question, a.recommendations[index].point))
+    """Recommendation `index` with the question's traffic, as a scenario mapping (the record's)."""
+    return record_scenario(a.question, a.recommendations[index])
 
 
 def file_stem(a: Answer, index: int, w: WhatIf) -> str:

@@ -24,11 +24,12 @@ COLUMN_HELP = {
     "precision": "attention / KV cache / dense layers / experts number formats",
     "batch": "decode sequences in flight per decode (or aggregated) instance at this operating point",
     "figures": "where the row's latency and throughput come from: simulated p90 (not steady: the run's two "
-    "halves disagree; over capacity: its queue grows, so it meets no SLO) or the estimator's means",
+    "halves disagree, so it neither verifies nor refutes the SLO; over capacity: its queue grows, so it meets "
+    "no SLO) or the estimator's means",
     "TTFT ms": "time to first token: simulated p90, or the estimate's mean",
     "TPOT ms": "time per output token after the first: simulated p90, or the estimate's mean",
     "tok/s/GPU": "output tokens per second per GPU at this operating point",
-    "tok/s/user": "output tokens per second one user sees (1000 / TPOT ms)",
+    "tok/s/user": "output tokens per second one user sees (1000 / mean TPOT ms)",
     "SLO": "whether the figures meet every SLO target, and by which method",
     "headroom": "target / achieved - 1 per SLO target; negative misses; 'binds' names the tightest",
     "bottleneck": "the step-cost category that takes the most time in the decode step",

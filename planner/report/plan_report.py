@@ -9,14 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from planner.inputs.question import Question
 from planner.launch import launch_commands, requirements
+from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
 from planner.search.plan import Answer, Recommendation, cost_per_mtok
+from planner.search.verify import as_resolved
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
@@ -38,7 +42,6 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     main = dep.first("decode") or dep.first("aggregated")
     assert main is not None
     prec = main.instance.precision
-    tpot = _ms(m, "tpot")
     return {
         "rank": rank,
         "deployment": dep.describe(),
@@ -59,7 +62,8 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "tpot_ms": _ms(m, "tpot"),
         "e2e_ms": _ms(m, "e2e"),
         "output_tok_s_per_gpu": m.output_tok_s_per_gpu,
-        "output_tok_s_per_user": 1000.0 / tpot if tpot else None,
+        # 1000 / mean TPOT, the one tokens-per-user of every view (simulate, estimate, compare, the Pareto chart)
+        "output_tok_s_per_user": m.output_tok_s_per_user or None,
         "output_tok_s": m.output_tok_s,
         "meets_slo": r.meets if r.simulated is not None else p.meets,
         "slo_verdict_by": m.method,
@@ -68,6 +72,8 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "usd_per_million_output_tokens": cost_per_mtok(q, r),
         "binding_constraint": r.binding or None,
         "needs": requirements(q, dep),  # what the launch needs beyond its commands
+        # the scenario `planner simulate` / `estimate` take for this row (its traffic included)
+        "scenario": scenario_of(q, r),
         "estimate": {
             "ttft_ms": est.ttft_s * 1e3,
             "tpot_ms": est.tpot_s * 1e3,
@@ -89,6 +95,24 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
             "overloaded": (r.simulated.summary or {}).get("overloaded"),
         },
     }
+
+
+def scenario_of(q: Question, r: Recommendation) -> dict[str, Any]:
+    """A recommendation's deployment with the question's traffic, as a scenario mapping: the very
+    deployment and rate its row was simulated at (`planner.search.verify.as_resolved`)."""
+    return to_scenario(as_resolved(q, r.point))
+
+
+def write_scenarios(a: Answer, folder: Path) -> list[Path]:
+    """Each recommendation's scenario as `rec<rank>_scenario.yaml` in `folder` (each written atomically)."""
+    paths = []
+    for i, r in enumerate(a.recommendations, 1):
+        path = folder / f"rec{i}_scenario.yaml"
+        tmp = path.with_name(path.name + ".part")
+        tmp.write_text(yaml.safe_dump(scenario_of(a.question, r), sort_keys=False))
+        tmp.replace(path)
+        paths.append(path)
+    return paths
 
 
 def _figures(m: Metrics) -> str:
@@ -125,6 +149,8 @@ def table_rows(a: Answer) -> list[dict[str, Any]]:
     for i, r in enumerate(a.recommendations, 1):
         d = record(a, r, i)
         verdict = {True: "meets", False: "misses", None: "-"}[d["meets_slo"]]
+        if d["figures"] == UNSTEADY:  # a run that never settled neither verifies nor refutes the SLO
+            verdict = "unverified"
         head = " ".join(f"{k}{v:+.0%}" for k, v in d["headroom"].items())
         if d["binding_constraint"]:
             head += f" (binds: {SLO_NAMES.get(d['binding_constraint'], d['binding_constraint'])})"
@@ -178,8 +204,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
-        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree; 'over capacity': "
-        "its queue grows, never meets), else estimate means; tok/s/user = 1000 / the TPOT shown; "
+        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree, unverified; "
+        "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
         "precision: attention/KV/dense/experts"
     )
     t = Table(title=f"{title} ({how})")

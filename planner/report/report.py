@@ -246,7 +246,7 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         "wall_time_s",
     ):
         v = m[key]
-        # the plan table's tok/s/user is 1000 / p90 TPOT: say which TPOT this one divides
+        # the one tokens-per-user of every view: say which TPOT it divides
         label = "output_tok_s_per_user (1000 / mean TPOT)" if key == "output_tok_s_per_user" else key
         s.add_row(label, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
     kv = m["kv_utilization"]

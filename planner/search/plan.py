@@ -127,8 +127,16 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
 
 
 def _rank(q: Question, r: Recommendation) -> tuple[int, float]:
-    group = 0 if r.meets else (1 if r.simulated is None else 2)  # verified, then estimates, then misses
+    # verified, then unverified (estimates, and simulations that never settled), then misses
+    group = 0 if r.meets else (1 if r.simulated is None or unsettled(r.simulated) else 2)
     return group, -objective(q, r.point, r.simulated)
+
+
+def unsettled(m: Metrics) -> bool:
+    """A simulation that did not reach a steady state without being over capacity (its halves still
+    disagree after the longest run): it neither verifies nor refutes the SLO."""
+    summary = m.summary or {}
+    return summary.get("steady") is False and not summary.get("overloaded")
 
 
 def plan(

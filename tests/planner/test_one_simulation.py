@@ -56,6 +56,32 @@ def test_plan_row_and_planner_simulate_of_the_exported_scenario_show_the_same_fi
         assert sim[key]["p90"] == shown[key]["p90"], key
 
 
+def test_plan_scenarios_flag_writes_the_rows_scenarios_and_simulate_reruns_row_one(tmp_path):
+    """New-user trial: nothing exported a plan row's scenario outside the dashboard, the JSON lacked the
+    rate a row was simulated at, and tok/s/user was 1000 / p90 TPOT in the plan but 1000 / mean TPOT in
+    `planner simulate`. Now `--scenarios DIR` writes each row's scenario (also in the JSON record), and
+    simulating row 1's file gives the row's own figures, tok/s/user included."""
+    args = ["plan", "--model", "gpt-oss-120b", "--hardware", "h200-sxm", "--gpus", "1", "--isl", "1500"]
+    args += ["--osl", "500", "--rate", "8", "--engine", "trtllm", "--ttft-p90", "2000", "--tpot-p90", "50"]
+    out = CliRunner().invoke(app, [*args, "--json", "--scenarios", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    recs = json.JSONDecoder().raw_decode(out.output[out.output.index("{") :])[0]["recommendations"]
+    assert "scenarios written to" in out.output
+    files = sorted(tmp_path.glob("rec*_scenario.yaml"))
+    assert len(files) == len(recs)
+    row = recs[0]
+    assert yaml.safe_load((tmp_path / "rec1_scenario.yaml").read_text()) == row["scenario"]
+    assert row["scenario"]["workload"]["request_rate"] == 8
+    sim = json.loads(CliRunner().invoke(app, ["simulate", str(tmp_path / "rec1_scenario.yaml"), "--json"]).output)
+    assert row["simulated"] is not None
+    assert sim["output_tok_s_per_gpu"] == row["output_tok_s_per_gpu"]
+    assert sim["tpot_ms"]["p90"] == row["tpot_ms"]
+    assert sim["output_tok_s_per_user"] == pytest.approx(row["output_tok_s_per_user"], rel=1e-3)
+    missing = CliRunner().invoke(app, [*args, "--scenarios", str(tmp_path / "nope")])
+    assert missing.exit_code == 2
+    assert "--scenarios" in missing.output
+
+
 def test_the_number_shown_comes_from_a_converged_run_near_the_offered_load(answer):
     """An unsaturated open loop delivers its offered load (8 req/s x 500 tokens = 4,000 tok/s);
     the shown run is converged, so its sampling error is within the convergence test's reach."""
