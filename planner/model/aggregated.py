@@ -96,7 +96,8 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
     t_d = decode_time(pool, b, kv_len)
     max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
     x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
-    step_p, done = prefill_step(pool, isl, 1)
+    step_p, first = prefill_step(pool, isl, 1)
+    done: float = first  # requests one prefill step completes
     full = prefill_step(pool, isl, max_nb) if cohorts else None  # every cohort prefill: one full batch
     for _ in range(ITERATIONS):
         # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
@@ -108,8 +109,12 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
             step_p, done = full
             t_p = step_p.time_s * min(lam / done, 1.0)
         else:
-            nb = max(1, min(round(lam / -math.expm1(-lam)) if lam > 1e-9 else 1, max_nb))
-            step_p, done = prefill_step(pool, isl, nb)
+            held = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0  # prompts a prefill step holds
+            nb = max(1, min(round(held), max_nb))
+            step_p, priced = prefill_step(pool, isl, nb)
+            done = priced
+            if pool.parallel.dp_attention > 1:  # priced as every rank carrying the busiest rank's prompts
+                done = min(done, max(1.0, min(held, max_nb)))  # (ranks step together); completes those that came
             t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
         rho = min(x * step_p.time_s / done, RHO_MAX)
         tpot = t_d / tokens_per_step(pool) / (1 - rho)

@@ -60,8 +60,14 @@ def test_a_searched_layout_lists_only_its_own_runtime_defaults():
         "model": "deepseek-v3", "hardware": "h200-sxm", "engine": "sglang", "deployment": {"gpus": 16},
         "workload": {"isl": 4000, "osl": 1000, "concurrency": 256}, "slo": {"ttft_ms": 3000, "tpot_ms": 60},
     })  # fmt: skip
-    fractions = [n for n in resolve_any(s).assumed if n.startswith("runtime.mem_fraction")]
-    assert len(fractions) == 1, fractions
+    res = resolve_any(s)
+    fractions = [n for n in res.assumed if n.startswith("runtime.mem_fraction")]
+    pools = res.deployment.pools
+    assert len(fractions) == len(pools), fractions  # one note per pool of the layout chosen, none of another
+    for pool in pools:
+        scope = f" ({pool.role} pool)" if len(pools) > 1 else ""
+        said = f"runtime.mem_fraction{scope}: {pool.instance.runtime.mem_fraction:g}"
+        assert any(n.startswith(said) for n in fractions)
 
 
 def test_estimate_refuses_a_request_longer_than_the_context_window():

@@ -334,12 +334,12 @@ def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
 
 
 def test_a_simulation_that_did_not_settle_says_so_in_figures_and_never_meets():
-    """Kimi K2 on 16 H200 at 4 req/s of 3,000-token prompts: near what the deployments complete, so the
-    simulated runs' halves disagree. The record's `figures` says 'over capacity' exactly where the run was
-    overloaded and 'not steady' where it only did not converge, and neither meets the SLO whatever its
-    finite run's p90s are."""
-    question = ["--model", "kimi-k2", "--hardware", "h200-sxm", "--gpus", "16", "--rate", "4"]
-    out = CliRunner().invoke(app, ["plan", *question, "--isl", "3000", "--osl", "500", "--json"])
+    """DeepSeek-V3 on 16 B200 under a loose SLO (TTFT 600 s): some rows' simulated runs never settle. The
+    record's `figures` says 'over capacity' exactly where the run was overloaded and 'not steady' where it
+    only did not converge, and neither meets the SLO whatever its finite run's p90s are. (Kimi K2 on 16
+    H200 at 4 req/s showed both until the SGLang attention-DP estimate counted only the prompts that come.)"""
+    question = ["--model", "deepseek-v3", "--hardware", "b200", "--gpus", "16", "--ttft-p90", "600000"]
+    out = CliRunner().invoke(app, ["plan", *question, "--tpot-p90", "1000", "--json"])
     assert out.exit_code == 0, out.output
     recs = json.loads(out.output)["recommendations"]
     sims = [r for r in recs if r["simulated"]]
