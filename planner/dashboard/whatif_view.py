@@ -126,7 +126,7 @@ def side_rows(a: Answer, index: int, b: Breakdown | None) -> list[dict[str, str]
             "tok/s/GPU": d["output_tok_s_per_gpu"],
             "tok/s/user": d["output_tok_s_per_user"],
             "GPUs": d["gpus"],
-            "SLO": f"{'meets' if d['meets_slo'] else 'misses'} ({d['slo_verdict_by']})",
+            "SLO": f"{d['slo_verdict']} ({d['slo_verdict_by']})",
             "precision": d["precision_label"],
             "deployment": d["deployment"],
         }

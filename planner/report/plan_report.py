@@ -19,7 +19,7 @@ from planner.launch import launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
-from planner.search.plan import Answer, Recommendation, cost_per_mtok
+from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
 from planner.search.verify import as_resolved
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
@@ -66,6 +66,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "output_tok_s_per_user": m.output_tok_s_per_user or None,
         "output_tok_s": m.output_tok_s,
         "meets_slo": r.meets if r.simulated is not None else p.meets,
+        "slo_verdict": _verdict(r.meets if r.simulated is not None else p.meets, m),
         "slo_verdict_by": m.method,
         "headroom": {SLO_NAMES[k]: round(v - 1, 4) for k, v in r.slack.items()},
         "bottleneck": p.bottleneck,
@@ -115,6 +116,14 @@ def write_scenarios(a: Answer, folder: Path) -> list[Path]:
     return paths
 
 
+def _verdict(meets: bool | None, m: Metrics) -> str:
+    """meets / misses / '-' (no SLO), or 'unverified' for a simulation that never settled: it neither
+    verifies nor refutes the SLO (`planner.search.plan.unsettled`)."""
+    if m.method == "simulate" and unsettled(m) and not meets:
+        return "unverified"
+    return {True: "meets", False: "misses", None: "-"}[meets]
+
+
 def _figures(m: Metrics) -> str:
     """Where a row's figures come from, and whether its simulation was over capacity or unsteady."""
     summary = m.summary or {}
@@ -148,9 +157,7 @@ def table_rows(a: Answer) -> list[dict[str, Any]]:
     rows = []
     for i, r in enumerate(a.recommendations, 1):
         d = record(a, r, i)
-        verdict = {True: "meets", False: "misses", None: "-"}[d["meets_slo"]]
-        if d["figures"] == UNSTEADY:  # a run that never settled neither verifies nor refutes the SLO
-            verdict = "unverified"
+        verdict = d["slo_verdict"]
         head = " ".join(f"{k}{v:+.0%}" for k, v in d["headroom"].items())
         if d["binding_constraint"]:
             head += f" (binds: {SLO_NAMES.get(d['binding_constraint'], d['binding_constraint'])})"

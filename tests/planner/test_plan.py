@@ -351,6 +351,7 @@ def test_a_simulation_that_did_not_settle_says_so_in_figures_and_never_meets():
         assert (r["figures"] == "simulated p90, not steady") == (r in unsteady)
         if r in over or r in unsteady:
             assert r["meets_slo"] is False
+            assert r["slo_verdict"] == ("misses" if r in over else "unverified")  # the table's and dashboard's
 
 
 def test_a_run_that_never_settled_is_unverified_and_one_over_capacity_misses():
