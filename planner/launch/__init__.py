@@ -52,6 +52,9 @@ def launch_commands(q: Question, r: Recommendation) -> dict[str, str]:
     return out
 
 
+UNAVAILABLE = "(none in the catalog)"  # ends a requirement for weights no catalog checkpoint holds
+
+
 def requirements(q: Question, dep: Deployment) -> list[str]:
     """What launching `dep` needs beyond the printed commands, one short phrase each: weights held in
     host memory by a pool that offloads (as priced: planner.model.steps.step_memory) and a checkpoint
@@ -62,7 +65,7 @@ def requirements(q: Question, dep: Deployment) -> list[str]:
         if i.offload_groups is not None:
             out.append(f"{p.role} weights {i.offload_gb:.0f} GB/GPU on host (prefetch offload)")
     holes = {w.need or w.fmt for w in (weights(q, p) for p in dep.pools) if w.missing}
-    out += [f"weights: {need} (none in the catalog)" for need in sorted(holes)]
+    out += [f"weights: {need} {UNAVAILABLE}" for need in sorted(holes)]
     return out
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.inputs.question import Question
-from planner.launch import launch_commands, requirements
+from planner.launch import UNAVAILABLE, launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
@@ -116,6 +116,27 @@ def write_scenarios(a: Answer, folder: Path) -> list[Path]:
     return paths
 
 
+def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
+    """The plan's notes, and where the first row needs weights no catalog checkpoint holds, the first
+    row that loads one (its rank and tok/s/GPU against the first's); `recs`: the answer's records."""
+    out = list(a.notes)
+    if recs is None:
+        recs = [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
+    if not recs or not any(UNAVAILABLE in n for n in recs[0]["needs"]):
+        return out
+    first = recs[0]["output_tok_s_per_gpu"]
+    ready = next((d for d in recs if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    head = f"#1 needs weights no catalog checkpoint holds ({'; '.join(recs[0]['needs'])})"
+    if ready is None:
+        return [*out, f"{head}; no row shown loads a catalog checkpoint"]
+    change = ready["output_tok_s_per_gpu"] / first - 1 if first else 0.0
+    return [
+        *out,
+        f"{head}; #{ready['rank']} is the first that loads one: {ready['output_tok_s_per_gpu']:,.1f} tok/s/GPU "
+        f"({change:+.1%})",
+    ]
+
+
 def _verdict(meets: bool | None, m: Metrics) -> str:
     """meets / misses / '-' (no SLO), or 'unverified' for a simulation that never settled: it neither
     verifies nor refutes the SLO (`planner.search.plan.unsettled`)."""
@@ -139,7 +160,7 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     return {
         "question": a.question.model_dump(exclude={"simulation"}),
         "feasible": a.feasible,
-        "notes": a.notes,
+        "notes": notes(a, recs),
         "candidates": {"scored": a.scored, "pruned": dict(a.pruned), "simulated": a.simulated},
         "recommendations": recs,
         "pareto": {
@@ -207,7 +228,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     why = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common())
     pruned = f"{sum(a.pruned.values())} pruned before scoring ({why})" if why else "none pruned"
     con.print(f"{a.scored} candidates scored; {pruned}; {a.simulated} simulated", markup=False)
-    for note in a.notes:
+    for note in notes(a):
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (

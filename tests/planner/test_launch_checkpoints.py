@@ -175,3 +175,20 @@ def test_cli_plan_takes_a_checkpoint():
     assert res.exit_code == 0, res.output
     launch = json.loads(res.output)["recommendations"][0]["launch"]
     assert "me/ckpt" in launch["sglang"]
+
+
+def test_a_first_row_without_a_checkpoint_names_the_first_row_that_loads_one():
+    """New-user trial: gpt-oss-120b on 2 H100 ranked first a BF16-attention / FP8-dense / MXFP4-expert mix no
+    catalog checkpoint holds, its launch stopping at ${CHECKPOINT:?}, while #2 (a catalog checkpoint) served
+    the same tok/s/GPU; nothing said so outside the `needs` column."""
+    args = ["plan", "--model", "gpt-oss-120b", "--hardware", "h100-sxm", "--gpus", "2", "--engine", "vllm"]
+    args += ["--isl", "4000", "--osl", "300", "--rate", "3", "--ttft-p90", "1000", "--tpot-p90", "40", "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    recs = data["recommendations"]
+    assert any("(none in the catalog)" in n for n in recs[0]["needs"])
+    ready = next(r for r in recs if not r["needs"])
+    said = [n for n in data["notes"] if n.startswith("#1 needs weights no catalog checkpoint holds")]
+    assert len(said) == 1
+    assert f"#{ready['rank']} is the first that loads one" in said[0]
