@@ -304,10 +304,11 @@ def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]
         aid = a.get("id") if isinstance(a, dict) else None
         if isinstance(aid, str) and aid in seen:  # rows are keyed by id: a second one would shadow the first
             why = f"anchor {one_line(aid, 300)}: id: already used by an earlier anchor of this file; ids must be unique"
-            results.append(AnchorResult(aid, str(a.get("metric", "?")), _number(a.get("value")), None, None, False,
+            results.append(AnchorResult(aid, one_line(str(a.get("metric", "?")), 60), _number(a.get("value")), None, None, False,
                                         "estimate", [], why, _number(a.get("tolerance")) or 0.15, True))  # fmt: skip
             continue
-        seen.add(aid)
+        if isinstance(aid, str):  # an id of another type is that anchor's own error row (predict_anchor)
+            seen.add(aid)
         results.append(predict_anchor(a, p.parent))
     errs = [abs(r.rel_error) for r in results if r.rel_error is not None]
     summary = {
