@@ -304,8 +304,9 @@ def validate_file(path: str | Path) -> tuple[list[AnchorResult], dict[str, Any]]
         aid = a.get("id") if isinstance(a, dict) else None
         if isinstance(aid, str) and aid in seen:  # rows are keyed by id: a second one would shadow the first
             why = f"anchor {one_line(aid, 300)}: id: already used by an earlier anchor of this file; ids must be unique"
-            results.append(AnchorResult(aid, one_line(str(a.get("metric", "?")), 60), _number(a.get("value")), None, None, False,
-                                        "estimate", [], why, _number(a.get("tolerance")) or 0.15, True))  # fmt: skip
+            metric, tol = one_line(str(a.get("metric", "?")), 60), _number(a.get("tolerance")) or 0.15
+            row = AnchorResult(aid, metric, _number(a.get("value")), None, None, False, "estimate", [], why, tol, True)
+            results.append(row)
             continue
         if isinstance(aid, str):  # an id of another type is that anchor's own error row (predict_anchor)
             seen.add(aid)
