@@ -117,11 +117,19 @@ def write_scenarios(a: Answer, folder: Path) -> list[Path]:
 
 
 def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
-    """The plan's notes, and where the first row needs weights no catalog checkpoint holds, the first
-    row that loads one (its rank and tok/s/GPU against the first's); `recs`: the answer's records."""
+    """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
+    per GPU given); where it needs weights no catalog checkpoint holds, the first row that loads one (its
+    rank and tok/s/GPU against the first's). `recs`: the answer's records."""
     out = list(a.notes)
     if recs is None:
         recs = [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
+    given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
+    if given and 0 < used < given:  # a fixed budget the first row does not fill: spare GPUs idle
+        per_given = recs[0]["output_tok_s_per_gpu"] * used / given
+        out.append(
+            f"#1 uses {used} of the {given} GPUs given ({given - used} idle); its tok/s/GPU counts the {used} it "
+            f"uses: {per_given:,.1f} per GPU given"
+        )
     if not recs or not any(UNAVAILABLE in n for n in recs[0]["needs"]):
         return out
     first = recs[0]["output_tok_s_per_gpu"]

@@ -374,3 +374,17 @@ def test_a_run_that_never_settled_is_unverified_and_one_over_capacity_misses():
     assert unsettled(drifting)
     assert not unsettled(over)
     assert not unsettled(steady)
+
+
+def test_a_fixed_budget_the_first_row_does_not_fill_is_said_with_its_idle_gpus():
+    """New-user trial: Llama-3.1-70B with --gpus 3 on H100 recommended 2 GPUs (no TP3 divides its heads)
+    and nothing said that one GPU sits idle or that tok/s/GPU counts only the two in use."""
+    args = ["plan", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--gpus", "3", "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    top = data["recommendations"][0]
+    assert top["gpus"] == 2
+    said = [n for n in data["notes"] if n.startswith("#1 uses 2 of the 3 GPUs given (1 idle)")]
+    assert len(said) == 1
+    assert f"{top['output_tok_s_per_gpu'] * 2 / 3:,.1f} per GPU given" in said[0]
