@@ -181,6 +181,11 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
     }
 
 
+def _num(v: float) -> str:
+    """Four significant digits, never an exponent: 26,160 and 6.885, not 2.616e+04."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def print_validation(con: Console, results: list[AnchorResult], summary: dict[str, Any]) -> None:
     t = Table(title="anchors: predicted vs published")
     for col in ("id", "metric", "published", "predicted", "error", "tol", "ok", "method"):
@@ -188,13 +193,13 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
             col, justify="right" if col in ("published", "predicted", "error", "tol") else "left", no_wrap=col == "id"
         )
     for r in results:
-        pred = "-" if r.predicted is None else f"{r.predicted:,.4g}"
+        pred = "-" if r.predicted is None else _num(r.predicted)
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
         ok = "[green]yes[/green]" if r.within_tolerance else ("[red]error[/red]" if r.error else "[red]no[/red]")
         t.add_row(
             r.id,
             r.metric,
-            f"{r.published:,.4g}" if r.published is not None else "-",
+            _num(r.published) if r.published is not None else "-",
             pred,
             err,
             f"{r.tolerance:.0%}",
@@ -202,6 +207,9 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
             r.method,
         )
     con.print(t)
+    for r in results:  # what the traffic was read as where the anchor left it out (the JSON lists every assumption)
+        for a in (a for a in r.assumed if a.startswith("workload")):
+            con.print(f"{r.id}: assumed {a}", markup=False)
     for r in results:
         if r.error:
             con.print(f"[red]{r.id}: {r.error}[/red]")

@@ -197,3 +197,17 @@ def test_every_published_anchor_unit_agrees_with_its_metric():
     units = {(a["metric"], a.get("unit", "")) for d in files for a in d["anchors"]}
     assert len(units) > 15
     assert [u for u in units if unit_error(*u)] == []
+
+
+def test_the_text_table_says_the_traffic_it_assumed_and_prints_no_exponents(tmp_path):
+    """New-user trial: a TPOT predicted at an assumed concurrency of 1 said so only in the JSON, and one
+    column mixed '2.616e+04' with '9,087'."""
+    quiet = {**GOOD, "id": "no-traffic", "metric": "tpot_ms", "unit": "ms", "value": 20, "workload": {"isl": 1000}}
+    quiet["phase"] = "end-to-end"
+    quiet["deployment"] = {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}}
+    big = {**GOOD, "id": "big", "value": 26160}
+    out = CliRunner().invoke(app, ["validate", str(_file(tmp_path, [quiet, big]))], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "no-traffic: assumed workload.concurrency: 1 (a latency metric with no traffic)" in out.output
+    assert "26,160" in out.output
+    assert "e+0" not in out.output
