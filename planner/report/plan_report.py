@@ -136,7 +136,7 @@ def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
     ready = next((d for d in recs if not any(UNAVAILABLE in n for n in d["needs"])), None)
     head = f"#1 needs weights no catalog checkpoint holds ({'; '.join(recs[0]['needs'])})"
     if ready is None:
-        return [*out, f"{head}; no row shown loads a catalog checkpoint"]
+        return [*out, f"{head}; no recommended row loads a catalog checkpoint"]
     change = ready["output_tok_s_per_gpu"] / first - 1 if first else 0.0
     return [
         *out,
