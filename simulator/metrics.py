@@ -140,7 +140,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         "output_tok_s_per_user": round(1.0 / tpot_mean, 3) if tpot_mean > 0 else None,
         "offered_output_tok_s": round(offered, 3),
         "overloaded": bool(out_tok_s < (1.0 - OVERLOAD_SHORTFALL - in_flight) * offered)
-        or (open_loop and _queue_grows(res, m)),
+        or (open_loop and _queue_grows(res, m, lat)),
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
         "requests_dropped": int(t.dropped.sum()),
@@ -160,7 +160,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
     }
 
 
-def _queue_grows(res: SimResult, measured: np.ndarray) -> bool:
+def _queue_grows(res: SimResult, measured: np.ndarray, lat: dict[str, np.ndarray]) -> bool:
     """The measured requests' wait before prefill grows across the window: the last quarter of them by
     arrival waits QUEUE_GROWTH x the first quarter's mean wait, and longer by QUEUE_GROWTH_FLOOR of its
     service time (E2E less that wait)."""
@@ -169,7 +169,6 @@ def _queue_grows(res: SimResult, measured: np.ndarray) -> bool:
     if len(idx) < 8:
         return False
     idx = idx[np.argsort(t.arrival[idx], kind="stable")]
-    lat = latencies(res)
     wait, e2e = lat["queue"], lat["e2e"]
     q = len(idx) // 4
     first, last = idx[:q], idx[-q:]

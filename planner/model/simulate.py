@@ -40,7 +40,6 @@ from planner.model.metrics import Metrics, phase_models
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
-from simulator.engine import SimulationError
 from simulator.metrics import latencies, measured_mask
 
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
@@ -183,19 +182,21 @@ def run_simulation(
     request count was not set explicitly and no trace fixes it)."""
     res, cfg, fixed = _standard(res, cfg)
     pinned = not extend if extend is not None else fixed
+    slo = res.slo.model_dump() if res.slo else None
     result = _once(res, cfg, base, progress)
     ok, gap = _converged(result)
+    stats = summarize(result, slo)
     doublings = 0
     # an overloaded run does not settle with more requests: its queue only grows longer
     while not ok and not pinned and doublings < MAX_DOUBLINGS and cfg.requests * 2 <= MAX_REQUESTS:
-        if _over(result):
+        if stats["overloaded"]:
             break
         cfg = cfg.model_copy(update={"requests": cfg.requests * 2})
         result = _once(res, cfg, base, progress)
         ok, gap = _converged(result)
+        stats = summarize(result, slo)
         doublings += 1
-    slo = res.slo.model_dump() if res.slo else None
-    summary = {"method": "simulate", **summarize(result, slo)}  # as estimate_dict's "method": "estimate"
+    summary = {"method": "simulate", **stats}  # as estimate_dict's "method": "estimate"
     for name in ("ttft", "tpot", "e2e"):  # what the phase has no latency for, as the estimate says: none
         if not phase_models(res.deployment.mode, name):
             summary[f"{name}_ms"] = dict.fromkeys(summary[f"{name}_ms"])
@@ -221,14 +222,6 @@ def run_simulation(
 def _changing(cfg: SimConfig) -> bool:
     """Traffic that changes over the run by design (a trace, a rate schedule): no steady state to reach."""
     return cfg.trace is not None or (cfg.arrival is not None and cfg.arrival.kind in ("piecewise", "trace"))
-
-
-def _over(result: SimResult) -> bool:
-    """Whether the run is over capacity (`simulator.metrics` `overloaded`)."""
-    try:
-        return bool(summarize(result)["overloaded"])
-    except SimulationError:
-        return False
 
 
 def _unsteady(cfg: SimConfig, gap: float) -> str:
