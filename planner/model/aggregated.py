@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 from planner.model.deployment import Deployment, Pool
-from planner.model.disaggregated import md1_wait
 from planner.model.metrics import Metrics
+from planner.model.queueing import md1_wait
 from planner.model.steps import (
     decode_step,
     decode_time,

@@ -5,21 +5,16 @@ requests), and the first token comes after the prefill, its wait and the KV hand
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
+from planner.model.queueing import md1_wait
 from planner.model.steps import decode_step, decode_time, memory, prefill_step, tokens_per_step
 from roofline.comm import kv_transfer_time
 from roofline.memory import kv_needed_tokens
 
 ITERATIONS = 60
-
-
-def md1_wait(rho: float, service_s: float) -> float:
-    """Mean M/D/1 queueing delay."""
-    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
 
 
 def handoff(dec: Pool, transfer: float, step: float) -> float:

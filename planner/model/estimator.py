@@ -19,6 +19,7 @@ arrivals come from the simulator.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from planner.model.aggregated import aggregated, cohort_batches
@@ -26,6 +27,7 @@ from planner.model.defaults import Resolved
 from planner.model.deployment import Deployment, Pool
 from planner.model.disaggregated import disaggregated
 from planner.model.metrics import Metrics, add_request_overhead
+from planner.model.queueing import slot_wait
 from planner.model.steps import (
     decode_capacity,
     decode_step,
@@ -49,9 +51,13 @@ def max_batch(dep: Deployment, isl: int, osl: int) -> int:
     return max(decode_capacity(_decode_pool(dep), isl + osl), 0)
 
 
-def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float, cohorts: bool = False) -> Metrics:
+def point(
+    dep: Deployment, isl: int, osl: int, kv_len: float, batch: float, cohorts: bool = False, poisson: bool = False
+) -> Metrics:
     """Every figure at a mean decode batch per instance (clipped to the KV capacity); `cohorts`:
-    an aggregated instance's prompts come in full batches (`cohort_batches`), not Poisson."""
+    an aggregated instance's prompts come in full batches (`cohort_batches`), not Poisson.
+    `poisson`: requests arrive independently (an open loop), so they also wait for a decode slot
+    (`add_slot_wait`); a closed loop's clients never do while its requests fit."""
     cap = max_batch(dep, isl, osl)
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
@@ -61,9 +67,29 @@ def point(dep: Deployment, isl: int, osl: int, kv_len: float, batch: float, coho
     else:
         m = disaggregated(dep, isl, osl, kv_len, b)
     add_request_overhead(m, request_overhead_s(dep), osl)
+    if poisson:
+        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl)
     if b >= cap and not m.limit:
         m.limit = "decode KV capacity"
     return m
+
+
+def add_slot_wait(m: Metrics, instances: int, slots: int, busy: float, osl: int) -> None:
+    """The wait of a Poisson arrival for a decode slot (`planner.model.queueing.slot_wait`): an instance
+    holds at most `slots` sequences (`max_batch`), `busy` of them on average, each for busy / (the
+    requests/s it completes) (Little's law). It lengthens TTFT and E2E and counts the waiting
+    requests as in flight. At `busy` = `slots` the queue has no steady state: the point is saturated."""
+    per_instance = m.output_tok_s / max(osl, 1) / max(instances, 1)
+    if per_instance <= 0:
+        return
+    wait = slot_wait(slots, busy, busy / per_instance)
+    if math.isinf(wait):
+        m.saturated = True
+        m.limit = m.limit or "decode KV capacity"
+        return
+    m.ttft_s += wait
+    m.e2e_s += wait
+    m.concurrency += wait * per_instance * instances
 
 
 def request_overhead_s(dep: Deployment) -> float:
@@ -110,7 +136,7 @@ def estimate_deployment(
         return m
     if rate is not None:
         b = _solve(lambda v: point(dep, isl, osl, kv_len, v).output_tok_s / osl, rate, cap)
-        m = point(dep, isl, osl, kv_len, cap if b is None else b)
+        m = point(dep, isl, osl, kv_len, cap if b is None else b, poisson=True)
         if b is None or (m.limit and m.output_tok_s / osl < rate * 0.999):
             m.saturated = True
             m.limit = m.limit or "decode KV capacity"

@@ -1,9 +1,9 @@
 """Stage 1 of the search: score every candidate with the one steady-state model, fast.
 
 For each candidate the decode batch per instance is swept over powers of two up to the KV
-capacity. At each batch, one decode (or aggregated) instance with one prefill instance gives
-the rates that size the deployment in whole instances: within the budget (filling it), or the
-fewest that serve the question's rate or concurrency. Disaggregated deployments get enough
+capacity and just below it (`batch_grid`). At each batch, one decode (or aggregated) instance
+with one prefill instance gives the rates that size the deployment in whole instances: within the
+budget (filling it), or the fewest that serve the question's rate or concurrency. Disaggregated deployments get enough
 prefill instances to run at `PREFILL_UTILISATION`. The sized deployment is then evaluated by
 `planner.model.estimator`: at the swept batch (`point`) when the question states no traffic, else
 under the question's rate or concurrency (`estimate_deployment`, once per sized deployment, at the
@@ -132,7 +132,7 @@ def _score(q: Question, c: Candidate) -> Scored:
     unit = deployment(q, c)
     kv_len = q.in_flight_kv()
     cap = max_batch(unit, q.isl, q.osl)
-    batches = sorted({min(2**k, cap) for k in range(15) if 2 ** (k - 1) < cap})
+    batches = batch_grid(cap)
     points: list[Point] = []
     evaluated: dict[tuple[int, int], Metrics] = {}
     for b in batches:
@@ -154,6 +154,16 @@ def _score(q: Question, c: Candidate) -> Scored:
     if ok:
         s.best = max(ok, key=lambda p: (p.out_tok_s_per_gpu, -p.batch))
     return s
+
+
+def batch_grid(cap: int) -> list[int]:
+    """The decode batches per instance a candidate is priced at with no traffic stated: powers of two
+    up to the KV capacity `cap`, and cap - k sqrt(cap) for k = 1, 2, 3, where Poisson arrivals wait
+    for a slot about 0.2, 0.03 and 0.001 of the time (Erlang C, `planner.model.queueing`): at the
+    capacity itself they have no steady state."""
+    grid = {min(2**k, cap) for k in range(15) if 2 ** (k - 1) < cap}
+    grid |= {round(cap - k * math.sqrt(cap)) for k in (1, 2, 3) if cap - k * math.sqrt(cap) >= 1}
+    return sorted(grid)
 
 
 def _resized(unit: Deployment, counts: tuple[int, int]) -> Deployment:
@@ -179,7 +189,7 @@ def _point_at(q: Question, c: Candidate, unit: Deployment, b: int) -> Point | No
     if counts is None:
         return None
     dep = _resized(unit, counts)
-    m = point(dep, q.isl, q.osl, kv_len, b)
+    m = point(dep, q.isl, q.osl, kv_len, b, poisson=True)  # verified under Poisson arrivals at its rate
     return None if m.saturated else _point(q, b, dep, m)
 
 

@@ -29,7 +29,7 @@ from planner.model.deployment import ROLES, Deployment
 from planner.model.estimator import estimate_deployment, max_batch, point
 from planner.model.mem_fraction import resolve_fitting
 from planner.search.anchor_units import LATENCY_METRICS as LATENCY
-from planner.search.score import Point, score, slack
+from planner.search.score import Point, batch_grid, score, slack
 from planner.search.space import Candidate, candidates, deployment, matches, precisions
 from planner.search.unknown_phase import constraints, default_gpus, model_ref, scenario_data, search_phase
 from roofline.catalog import get_hardware, get_model
@@ -172,7 +172,7 @@ def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) ->
     count is the deployment's, whatever the traffic: a rate beyond what it serves overloads it (MLPerf's
     4x RTX PRO 6000 at its submitted rate), where sizing for the traffic found no deployment of that
     many GPUs. Priced like `score`: the question's traffic, else the decode batch swept in powers of
-    two up to the KV capacity."""
+    two up to the KV capacity and just below it (`batch_grid`), each under Poisson arrivals."""
     pairs = _instance_pairs(q, c, cons)
     if pairs is None:
         return None
@@ -185,7 +185,8 @@ def _fixed_points(q: Question, c: Candidate, cons: dict[str, dict[str, int]]) ->
         try:
             if q.rate is None and q.concurrency is None:
                 cap = max_batch(dep, q.isl, q.osl)
-                ms = [point(dep, q.isl, q.osl, kv_len, min(2**k, cap)) for k in range(15) if 2 ** (k - 1) < cap]
+                ms = [point(dep, q.isl, q.osl, kv_len, b, poisson=True) for b in batch_grid(cap)]
+                ms = [m for m in ms if not m.saturated]
             else:
                 ms = [estimate_deployment(dep, q.isl, q.osl, kv_len, q.concurrency, q.rate)]
         except (PlannerError, ValidationError, ZeroDivisionError):

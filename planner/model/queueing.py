@@ -1,0 +1,43 @@
+"""Queueing waits of the steady-state model (`planner.model.estimator` and its pool models): the
+M/D/1 wait of a prefill queue, and the wait of a Poisson stream for a decode slot (M/M/c, Erlang C).
+
+What it does not do: closed loops (a client that waits for its answer before sending again never
+queues for a slot while its requests fit), percentiles (the simulator gives those), or service times
+that vary by request.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.stats import poisson
+
+
+def md1_wait(rho: float, service_s: float) -> float:
+    """Mean M/D/1 queueing delay."""
+    return math.inf if rho >= 1 else rho * service_s / (2 * (1 - rho))
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that a Poisson arrival finds all `servers` busy at `offered` = arrival rate x
+    service time (Erlang C), from Erlang B = pmf(c; a) / cdf(c; a) of a Poisson(a) count, which stays
+    exact for thousands of servers: C = c B / (c - a (1 - B)). 1 at or above saturation."""
+    if offered <= 0:
+        return 0.0
+    if offered >= servers:
+        return 1.0
+    b = float(poisson.pmf(servers, offered) / poisson.cdf(servers, offered))
+    return servers * b / (servers - offered * (1.0 - b))
+
+
+def slot_wait(slots: int, busy: float, hold_s: float) -> float:
+    """Mean wait of a Poisson arrival for one of `slots` decode slots (the running-sequence limit of an
+    instance, its KV pool or its engine's cap) while `busy` of them are held on average, each for
+    `hold_s`: Erlang C x hold / (slots - busy) (M/M/c; inf at `busy` >= `slots`). With thousands of
+    slots it stays negligible until the load is within a few sqrt(slots) of the limit, then grows
+    without bound: a deployment run at its KV capacity has no steady state."""
+    if busy <= 0 or hold_s <= 0:
+        return 0.0
+    if busy >= slots:
+        return math.inf
+    return erlang_c(slots, busy) * hold_s / (slots - busy)
