@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import poisson
+from scipy.special import gammaincc
 
 
 def md1_wait(rho: float, service_s: float) -> float:
@@ -26,7 +26,10 @@ def erlang_c(servers: int, offered: float) -> float:
         return 0.0
     if offered >= servers:
         return 1.0
-    b = float(poisson.pmf(servers, offered) / poisson.cdf(servers, offered))
+    # pmf in log space; the cdf P(N <= c) of a Poisson(a) count is Q(c + 1, a), the regularized upper
+    # incomplete gamma (scipy.special.gammaincc), a ufunc: the plan prices this on every swept point
+    pmf = math.exp(servers * math.log(offered) - offered - math.lgamma(servers + 1))
+    b = pmf / float(gammaincc(servers + 1, offered))
     return servers * b / (servers - offered * (1.0 - b))
 
 

@@ -158,11 +158,12 @@ def _score(q: Question, c: Candidate) -> Scored:
 
 def batch_grid(cap: int) -> list[int]:
     """The decode batches per instance a candidate is priced at with no traffic stated: powers of two
-    up to the KV capacity `cap`, and cap - k sqrt(cap) for k = 1, 2, 3, where Poisson arrivals wait
-    for a slot about 0.2, 0.03 and 0.001 of the time (Erlang C, `planner.model.queueing`): at the
-    capacity itself they have no steady state."""
+    up to the KV capacity `cap`, and cap - 2 sqrt(cap), where Poisson arrivals find every slot busy
+    about 3% of the time (Erlang C, `planner.model.queueing`): at the capacity itself they have no
+    steady state, and one point just below it keeps the throughput a plan would otherwise lose."""
     grid = {min(2**k, cap) for k in range(15) if 2 ** (k - 1) < cap}
-    grid |= {round(cap - k * math.sqrt(cap)) for k in (1, 2, 3) if cap - k * math.sqrt(cap) >= 1}
+    if cap - 2 * math.sqrt(cap) >= 1:
+        grid.add(round(cap - 2 * math.sqrt(cap)))
     return sorted(grid)
 
 
