@@ -9,6 +9,9 @@ aggregated) instance; `point` gives every figure at that batch:
 - aggregated (`planner.model.aggregated`): prefill-first (SGLang), prefill batches stall decoding;
   mixed (vLLM, TRT-LLM), decodes and prefill chunks share each step within the token budget. A
   saturated run of fixed output lengths prefills in full batches (`cohort_batches`).
+Under Poisson arrivals (`point(poisson=True)`: a request rate, or a plan row verified at its rate)
+requests also wait for a decode slot (`planner.model.queueing.slot_wait`, Erlang C); at the KV
+capacity itself that wait has no steady state and the point is saturated.
 `estimate` finds the batch the traffic implies: a closed loop of C requests in flight
 (C = X (TTFT + decode time), Little's law), an open loop at a request rate, or, with neither, a
 saturated run (as many requests in flight as the KV pool and the engine's running limit allow).

@@ -3,8 +3,8 @@
 For each candidate the decode batch per instance is swept over powers of two up to the KV
 capacity and just below it (`batch_grid`). At each batch, one decode (or aggregated) instance
 with one prefill instance gives the rates that size the deployment in whole instances: within the
-budget (filling it), or the fewest that serve the question's rate or concurrency. Disaggregated deployments get enough
-prefill instances to run at `PREFILL_UTILISATION`. The sized deployment is then evaluated by
+budget (filling it), or the fewest that serve the question's rate or concurrency. Disaggregated
+deployments get enough prefill instances to run at `PREFILL_UTILISATION`. The sized deployment is then evaluated by
 `planner.model.estimator`: at the swept batch (`point`) when the question states no traffic, else
 under the question's rate or concurrency (`estimate_deployment`, once per sized deployment, at the
 decode batch that traffic keeps in flight), so a plan row and `planner estimate` of the same
