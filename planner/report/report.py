@@ -67,14 +67,15 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
     t = Table(title=f"{title}: estimate (steady-state means)", show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
+    floor = ">= " if e.saturated else ""  # an overloaded open loop's queue grows: its latencies have no mean
     rows = [
         ("mode", e.mode),
         ("GPUs", f"{e.gpus}"),
         ("concurrency", f"{e.concurrency:,.0f}"),
         ("decode batch / instance", f"{e.decode_batch:,.1f}"),
-        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
+        ("TTFT", f"{floor}{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
         ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- (not in a {e.mode} phase)"),
-        ("E2E", f"{e.e2e_s * 1e3:,.0f} ms" if e.models("e2e") else f"- (not in a {e.mode} phase)"),
+        ("E2E", f"{floor}{e.e2e_s * 1e3:,.0f} ms" if e.models("e2e") else f"- (not in a {e.mode} phase)"),
         ("input tok/s per GPU", f"{e.input_tok_s_per_gpu:,.0f}"),
         ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.0f}"),
         ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}"),
@@ -85,6 +86,7 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         t.add_row("[yellow]binding limit[/yellow]", e.limit)
     if e.saturated:
         t.add_row("[red]saturated[/red]", "the offered load exceeds capacity")
+        t.add_row("", "its queue grows: TTFT, E2E >= their figures at capacity")
     con.print(t)
     for step, kind in ((e.prefill_step, "prefill step"), (e.decode_step, "decode step")):
         if step is None:

@@ -56,3 +56,23 @@ def test_the_batch_grid_keeps_points_just_below_the_capacity():
     assert 4096 in grid
     assert [b for b in grid if 4096 < b < 7312] == [round(7312 - 2 * 7312**0.5)]
     assert batch_grid(1) == [1]
+
+
+def test_an_overloaded_estimate_prints_its_latencies_as_floors():
+    from rich.console import Console
+
+    from planner.model.estimator import estimate
+    from planner.report.report import print_estimate
+
+    out = {}
+    for rate in (0.5, 1000.0):
+        con = Console(record=True, width=200)
+        e = estimate(resolve(parse_scenario({**AGG, "workload": {"isl": 2000, "osl": 500, "request_rate": rate}})))
+        print_estimate(con, "x", e)
+        out[rate] = (e.saturated, con.export_text())
+    assert not out[0.5][0]
+    assert ">= " not in out[0.5][1]
+    assert out[1000.0][0]
+    assert "TTFT" in out[1000.0][1]
+    assert ">= " in out[1000.0][1]
+    assert "its queue grows" in out[1000.0][1]
