@@ -42,6 +42,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     main = dep.first("decode") or dep.first("aggregated")
     assert main is not None
     prec = main.instance.precision
+    meets = r.meets if r.simulated is not None else p.meets
     return {
         "rank": rank,
         "deployment": dep.describe(),
@@ -65,8 +66,8 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         # 1000 / mean TPOT, the one tokens-per-user of every view (simulate, estimate, compare, the Pareto chart)
         "output_tok_s_per_user": m.output_tok_s_per_user or None,
         "output_tok_s": m.output_tok_s,
-        "meets_slo": r.meets if r.simulated is not None else p.meets,
-        "slo_verdict": _verdict(r.meets if r.simulated is not None else p.meets, m),
+        "meets_slo": meets,
+        "slo_verdict": _verdict(meets, m),
         "slo_verdict_by": m.method,
         "headroom": {SLO_NAMES[k]: round(v - 1, 4) for k, v in r.slack.items()},
         "bottleneck": p.bottleneck,
@@ -98,6 +99,11 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     }
 
 
+def records(a: Answer) -> list[dict[str, Any]]:
+    """Every recommendation's record, ranked from 1."""
+    return [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
+
+
 def scenario_of(q: Question, r: Recommendation) -> dict[str, Any]:
     """A recommendation's deployment with the question's traffic, as a scenario mapping: the very
     deployment and rate its row was simulated at (`planner.search.verify.as_resolved`)."""
@@ -122,7 +128,7 @@ def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
     rank and tok/s/GPU against the first's). `recs`: the answer's records."""
     out = list(a.notes)
     if recs is None:
-        recs = [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
+        recs = records(a)
     given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
     if given and 0 < used < given:  # a fixed budget the first row does not fill: spare GPUs idle
         per_given = recs[0]["output_tok_s_per_gpu"] * used / given
@@ -162,7 +168,7 @@ def _figures(m: Metrics) -> str:
 
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
-    recs = [record(a, r, i) for i, r in enumerate(a.recommendations, 1)]
+    recs = records(a)
     for r, d in zip(a.recommendations[:launch_top], recs, strict=False):
         d["launch"] = launch_commands(a.question, r)
     return {
@@ -181,11 +187,11 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     }
 
 
-def table_rows(a: Answer) -> list[dict[str, Any]]:
-    """The recommendations as display rows (the rich table, the CSV and the dashboard)."""
+def table_rows(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The recommendations as display rows (the rich table, the CSV and the dashboard). `recs`: the
+    answer's records, where the caller has them."""
     rows = []
-    for i, r in enumerate(a.recommendations, 1):
-        d = record(a, r, i)
+    for i, d in enumerate(records(a) if recs is None else recs, 1):
         verdict = d["slo_verdict"]
         head = " ".join(f"{k}{v:+.0%}" for k, v in d["headroom"].items())
         if d["binding_constraint"]:
@@ -236,7 +242,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     why = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common())
     pruned = f"{sum(a.pruned.values())} pruned before scoring ({why})" if why else "none pruned"
     con.print(f"{a.scored} candidates scored; {pruned}; {a.simulated} simulated", markup=False)
-    for note in notes(a):
+    recs = records(a)
+    for note in notes(a, recs):
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
@@ -245,7 +252,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         "precision: attention/KV/dense/experts"
     )
     t = Table(title=f"{title} ({how})")
-    rows = table_rows(a)[:top]
+    rows = table_rows(a, recs)[:top]
     for col in rows[0] if rows else ():
         left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
         t.add_column(col, justify="left" if left else "right", no_wrap=col not in ("deployment", "needs"))
