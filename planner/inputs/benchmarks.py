@@ -26,7 +26,11 @@ InferenceMAX's runs (num_prompts = 10 x concurrency), stands in. An anchor names
 assumed (`ENGINE_CLIENT`). How the client draws request lengths (e.g. `--random-range-ratio 0.8`:
 each length uniform in [0.8 x nominal, nominal]) is the anchor's own `simulation:` section
 (`input_len`, `output_len`); `client_config` keeps every field that section sets and fills the
-loop (requests, start, warm-up) from the preset. This module describes clients; it does not simulate.
+loop (requests, start, warm-up) from the preset. Without that section the lengths are fixed at the
+anchor's isl/osl, whatever the client's own default: SGLang's `bench_serving` defaults to
+`--random-range-ratio 0.0` (uniform in [1, L]), but the SGLang cookbook cells that leave it unstated
+read as fixed lengths (docs/accuracy_history.md, 2026-12-06). This module describes clients; it does
+not simulate.
 """
 
 from __future__ import annotations
