@@ -5,6 +5,10 @@ batch, as `planner.model.estimator.point` prices it, and how a saturated run's p
   utilisation); requests arriving during a scheduling cycle are prefilled together;
 - mixed (vLLM, TRT-LLM): decodes and prefill chunks share each step within the token budget
   (planner/engines/*.yaml `scheduler`), so prefill lengthens every step instead of stalling.
+Under attention DP the ranks step together, each step priced at its busiest rank; a prompt longer than a
+rank's chunk holds its rank for several steps while prompts on other ranks ride the same steps, so the
+prefill share is the time any rank prefills (`planner.model.queueing.any_busy`, M/M/c with a server per
+rank), not the prompts' tokens over the whole instance's budget.
 Prompts arrive as a Poisson stream, or in full batches when a saturated run of fixed output lengths
 keeps its cohorts (`cohort_batches`). It does not choose the batch (`planner.model.estimator`).
 """
@@ -15,7 +19,7 @@ import math
 
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
-from planner.model.queueing import md1_wait
+from planner.model.queueing import any_busy, md1_wait
 from planner.model.steps import (
     decode_step,
     decode_time,
@@ -30,6 +34,24 @@ from simulator.config import SimConfig
 
 RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
 ITERATIONS = 60
+
+
+def _ranks_prefilling(
+    dp: int, hold: float, step_s: float, t_d: float, done_per_step: float, t: float
+) -> tuple[float, float]:
+    """Mean step time and queueing wait of a mixed instance whose prompts each hold their rank for
+    `hold` seconds of `step_s` lockstep prefill steps: a Poisson stream at x requests/s (`done_per_step`
+    requests finish per step of the mean length t) keeps some rank prefilling `any_busy(dp, x hold)` of
+    the time, plain decode steps (`t_d`) fill the rest; a prompt waits for its own rank's earlier one."""
+    x = done_per_step / t
+    for _ in range(ITERATIONS):
+        x = done_per_step / t
+        busy = any_busy(dp, x * hold)
+        t_new = 1.0 / (busy / step_s + (1 - busy) / t_d)
+        if abs(t_new - t) <= 1e-7 * t_new:
+            break
+        t = 0.5 * t + 0.5 * t_new
+    return t, md1_wait(min(x * hold / dp, 0.999), hold)
 
 
 def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float, cohorts: bool) -> Metrics:
@@ -73,13 +95,23 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     busiest = min(free / dp, max(g / dp, min(isl, g)))
     p = min(c / g, 1.0)
     step = mixed_step(pool, b, kv_len, dp * busiest, isl)
-    t = p * step.time_s + (1 - p) * decode_time(pool, b, kv_len)
+    rho = min(c / free, 0.999)
+    steps = math.ceil(isl / free)
+    wait = md1_wait(rho, step.time_s * isl / free)
+    share = free / dp
+    t_d = decode_time(pool, b, kv_len)
+    t = p * step.time_s + (1 - p) * t_d
+    if dp > 1 and isl > share and not cohorts:
+        # A prompt longer than its rank's share holds that rank for `steps` steps, while prompts on
+        # other ranks ride the same steps: the instance runs prefill steps while any rank has a prompt
+        # (`any_busy` of dp servers at x requests/s, each held steps x step time), decode steps
+        # otherwise; a prompt waits only for its own rank's earlier one (the ranks are taken in turn)
+        steps = math.ceil(isl / share)
+        t, wait = _ranks_prefilling(dp, steps * step.time_s, step.time_s, t_d, b * tps / max(osl - 1, 1), t)
     tpot = t / tps
     decode_s = max(osl - 1, 0) * tpot
     x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
-    rho = min(c / free, 0.999)
-    steps = math.ceil(isl / free)
-    ttft = t / 2 + steps * step.time_s + md1_wait(rho, step.time_s * isl / free)
+    ttft = t / 2 + steps * step.time_s + wait
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
@@ -88,45 +120,70 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     return m
 
 
+def _ranks_stalling(dp: int, hold: float, tpot_free: float, b: float, osl: int) -> tuple[float, float, float]:
+    """Prefill-first under attention DP, prompts longer than a rank's chunk: each holds its rank for
+    `hold` seconds of lockstep steps that stall every rank's decodes, so decoding stops while any rank
+    prefills (`any_busy` of dp servers at x requests/s). Returns x, that share and the TPOT."""
+    x, rho, tpot = 0.0, 0.0, tpot_free
+    for _ in range(ITERATIONS):
+        rho = min(any_busy(dp, x * hold), RHO_MAX)
+        tpot = tpot_free / (1 - rho)
+        x_new = min(b / ((osl - 1) * tpot) if osl > 1 else math.inf, RHO_MAX * dp / hold)
+        if abs(x_new - x) <= 1e-7 * x_new:
+            break
+        x = 0.5 * x + 0.5 * x_new
+    return x, rho, tpot
+
+
 def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False) -> Metrics:
     pool = dep.first("aggregated")
     assert pool is not None
     if pool.instance.runtime.scheduler == "mixed":
         return _mixed(dep, pool, isl, osl, kv_len, b, cohorts)
     t_d = decode_time(pool, b, kv_len)
-    max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
+    dp = pool.parallel.dp_attention
+    max_nb = max(1, prefill_budget(pool) * dp // max(isl, 1))
     x, t_p, rho, tpot = 0.0, 0.0, 0.0, t_d / tokens_per_step(pool)
     step_p, first = prefill_step(pool, isl, 1)
     done: float = first  # requests one prefill step completes
     full = prefill_step(pool, isl, max_nb) if cohorts else None  # every cohort prefill: one full batch
-    for _ in range(ITERATIONS):
-        # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
-        # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
-        # holds lam / (1 - e^-lam) of them on average, and a cycle carries one with chance
-        # 1 - e^-lam; in cohorts (`cohort_batches`) every prefill is a full batch, lam / nb of the cycles.
-        lam = x * (t_d + t_p)
-        if full is not None:
-            step_p, done = full
-            t_p = step_p.time_s * min(lam / done, 1.0)
-        else:
-            held = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0  # prompts a prefill step holds
-            nb = max(1, min(round(held), max_nb))
-            step_p, priced = prefill_step(pool, isl, nb)
-            done = priced
-            if pool.parallel.dp_attention > 1:  # priced as every rank carrying the busiest rank's prompts
-                done = min(done, max(1.0, min(held, max_nb)))  # (ranks step together); completes those that came
-            t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
-        rho = min(x * step_p.time_s / done, RHO_MAX)
-        tpot = t_d / tokens_per_step(pool) / (1 - rho)
-        decode_s = (osl - 1) * tpot
-        x_new = b / decode_s if decode_s > 0 else RHO_MAX * done / step_p.time_s
-        x_new = min(x_new, RHO_MAX * done / step_p.time_s)
-        if abs(x_new - x) <= 1e-7 * x_new:
-            break
-        x = 0.5 * x + 0.5 * x_new
+    # A prompt longer than a rank's chunk holds its rank for several steps; prompts on other ranks ride
+    # the same (lockstep) steps, so prefill stalls decoding while any rank prefills: `any_busy`
+    lanes = dp > 1 and isl > prefill_budget(pool) and full is None
+    if lanes:
+        x, rho, tpot = _ranks_stalling(dp, step_p.time_s, t_d / tokens_per_step(pool), b, osl)
+    else:
+        for _ in range(ITERATIONS):
+            # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
+            # are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens
+            # holds lam / (1 - e^-lam) of them on average, and a cycle carries one with chance
+            # 1 - e^-lam; in cohorts (`cohort_batches`) every prefill is a full batch, lam / nb of the cycles.
+            lam = x * (t_d + t_p)
+            if full is not None:
+                step_p, done = full
+                t_p = step_p.time_s * min(lam / done, 1.0)
+            else:
+                held = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0  # prompts a prefill step holds
+                nb = max(1, min(round(held), max_nb))
+                step_p, priced = prefill_step(pool, isl, nb)
+                done = priced
+                if pool.parallel.dp_attention > 1:  # priced as every rank carrying the busiest rank's prompts
+                    done = min(done, max(1.0, min(held, max_nb)))  # (ranks step together); completes those that came
+                t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
+            rho = min(x * step_p.time_s / done, RHO_MAX)
+            tpot = t_d / tokens_per_step(pool) / (1 - rho)
+            decode_s = (osl - 1) * tpot
+            x_new = b / decode_s if decode_s > 0 else RHO_MAX * done / step_p.time_s
+            x_new = min(x_new, RHO_MAX * done / step_p.time_s)
+            if abs(x_new - x) <= 1e-7 * x_new:
+                break
+            x = 0.5 * x + 0.5 * x_new
     decode_s = max(osl - 1, 0) * tpot
     wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
-    ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
+    if lanes:  # a prompt waits only for its own rank's earlier prompt (the ranks are taken in turn)
+        ttft = step_p.time_s + wait + md1_wait(x * step_p.time_s / dp, step_p.time_s)
+    else:
+        ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, x * decode_s if decode_s else b

@@ -1,5 +1,6 @@
 """Queueing waits of the steady-state model (`planner.model.estimator` and its pool models): the
-M/D/1 wait of a prefill queue, and the wait of a Poisson stream for a decode slot (M/M/c, Erlang C).
+M/D/1 wait of a prefill queue, the wait of a Poisson stream for a decode slot (M/M/c, Erlang C), and
+how often any of c parallel servers is busy (the attention-DP ranks prefilling long prompts).
 
 What it does not do: closed loops (a client that waits for its answer before sending again never
 queues for a slot while its requests fit), percentiles (the simulator gives those), or service times
@@ -31,6 +32,21 @@ def erlang_c(servers: int, offered: float) -> float:
     pmf = math.exp(servers * math.log(offered) - offered - math.lgamma(servers + 1))
     b = pmf / float(gammaincc(servers + 1, offered))
     return servers * b / (servers - offered * (1.0 - b))
+
+
+def any_busy(servers: int, offered: float) -> float:
+    """Fraction of time at least one of `servers` is busy under a Poisson stream at `offered` =
+    arrival rate x service time: 1 - P0 of M/M/c, P0 = e^-a / (cdf - pmf + pmf c / (c - a)) with the
+    Poisson(a) cdf P(N <= c) and pmf P(N = c) (Erlang's sums over e^a). Exact at both ends for any
+    service time: `offered` (the utilisation) for one server, 1 - e^-a (M/G/inf) for many; 1 at or
+    above saturation."""
+    if offered <= 0:
+        return 0.0
+    if offered >= servers:
+        return 1.0
+    pmf = math.exp(servers * math.log(offered) - offered - math.lgamma(servers + 1))
+    cdf = float(gammaincc(servers + 1, offered))
+    return 1.0 - math.exp(-offered) / (cdf - pmf + pmf * servers / (servers - offered))
 
 
 def slot_wait(slots: int, busy: float, hold_s: float) -> float:
