@@ -227,7 +227,10 @@ def plan(
     chart: Annotated[Path | None, typer.Option(help="write the Pareto chart as HTML")] = None,
     scenarios: Annotated[
         Path | None,
-        typer.Option(help="folder for each row's scenario (rec<N>_scenario.yaml) to rerun with `planner simulate`"),
+        typer.Option(
+            help="folder (created if missing) for each row's scenario (rec<N>_scenario.yaml) "
+            "to rerun with `planner simulate`"
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -250,8 +253,11 @@ def plan(
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
     _writable("--chart", chart)
-    if scenarios is not None and not scenarios.is_dir():
-        raise PlannerError(f"--scenarios: folder {str(scenarios)!r} does not exist")
+    if scenarios is not None:
+        try:
+            scenarios.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PlannerError(f"--scenarios: cannot create folder {str(scenarios)!r} ({exc.strerror})") from None
     sim = None
     if workload is not None:
         data = load_yaml(workload)
@@ -284,7 +290,10 @@ def compare(
     osl: Annotated[int, typer.Option(help="output tokens per request")] = 1024,
     engine: Annotated[str, typer.Option(help="sglang | trtllm | vllm")] = "sglang",
     hardware: Annotated[str | None, typer.Option(help="comma-separated catalog ids (default: all)")] = None,
-    price: Annotated[str | None, typer.Option(help="USD per GPU-hour by hardware, e.g. h200-sxm=3.5,b200=5")] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option(help="USD per GPU-hour by hardware, e.g. h200-sxm=3.5,b200=5 (repeatable: the values add up)"),
+    ] = None,
     chart: Annotated[Path | None, typer.Option(help="write the frontiers as HTML")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -300,7 +309,7 @@ def compare(
     hws = [h.strip() for h in hardware.split(",")] if hardware else None
     for h in hws or []:
         get_hardware(h)
-    prices = parse_prices(price)
+    prices = parse_prices(",".join(price or []))
     get_model(model)
     with err.status("comparing..."):
         fronts = run_compare(model, isl, osl, engine, hws)

@@ -145,6 +145,15 @@ def in_flight_kv(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = 
     return float(np.sum(o * (i + o / 2)) / np.sum(o))
 
 
+def mean_lengths(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> tuple[int, int]:
+    """The mean input and output lengths of `cfg`'s own draws (or its trace's rows), rounded; isl and
+    osl when the lengths are fixed."""
+    drawn = _draws(cfg, isl, osl, base)
+    return (
+        (isl, osl) if drawn is None else (max(1, round(float(drawn[0].mean()))), max(1, round(float(drawn[1].mean()))))
+    )
+
+
 def longest_prompt(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> int:
     """The longest prompt the workload sends: the longest of `cfg`'s `KV_DRAWS` input draws (or of its
     trace's rows), isl when the lengths are fixed. An engine that schedules prompts only whole must be

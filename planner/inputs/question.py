@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import SimConfig
-from simulator.workload import in_flight_kv, longest_prompt
+from simulator.workload import in_flight_kv, longest_prompt, mean_lengths
 
 MAX_PLAN_GPUS = 4608
 Objective = Literal["throughput-per-gpu", "gpus", "cost"]
@@ -126,7 +126,27 @@ def build_question(
     if simulation is not None:
         data["simulation"] = simulation
     data = {k: v for k, v in data.items() if v is not None}
-    return with_context_in_flight(parse_question(data))
+    q = parse_question(data)
+    if q.simulation is not None and base is None:  # what was not typed: the workload's own traffic
+        q = q.model_copy(update=_workload_traffic(q, fields))
+    return with_context_in_flight(q)
+
+
+def _workload_traffic(q: Question, typed: dict[str, Any]) -> dict[str, Any]:
+    """The lengths and load a `simulation:` section sets, for the fields the user did not type: the
+    mean input and output lengths of its draws, and the rate of its arrival process (a closed one's
+    concurrency) unless a rate or concurrency was typed, so the estimates that rank the candidates
+    price the traffic their verifying simulation replays, and a row's scenario reruns as it."""
+    assert q.simulation is not None
+    isl, osl = mean_lengths(q.simulation, q.isl, q.osl)
+    out: dict[str, Any] = {k: v for k, v in (("isl", isl), ("osl", osl)) if k not in typed}
+    a = q.simulation.arrival
+    if a is not None and "rate" not in typed and "concurrency" not in typed:
+        if a.kind == "closed":
+            out.update(concurrency=a.concurrency, rate=None)
+        elif a.rate is not None:
+            out.update(rate=a.rate, concurrency=None)
+    return out
 
 
 def with_context_in_flight(q: Question) -> Question:

@@ -331,7 +331,17 @@ def to_scenario(res: Resolved) -> dict[str, Any]:
         "workload": workload,
         "slo": slo or None,
         "runtime": _runtime_stated(dep.engine, main, dep.pools),
+        **({"simulation": _simulation_stated(res.simulation)} if res.simulation is not None else {}),
     }
+
+
+def _simulation_stated(cfg: SimConfig) -> dict[str, Any]:
+    """A `simulation:` section as the scenario writes it: the fields set, trace paths made absolute
+    (`anchored` against the working directory, where the run read them: the scenario may be read
+    from another folder)."""
+    stated = anchored(cfg, Path.cwd())
+    assert stated is not None
+    return stated.model_dump(mode="json", exclude_unset=True)
 
 
 def _runtime_stated(engine: str, pool: Pool, pools: tuple[Pool, ...] = ()) -> dict[str, Any]:

@@ -37,3 +37,13 @@ def test_bad_price_is_one_line_naming_the_option():
     assert out.exit_code == 2
     assert "--price" in out.output
     assert parse_prices("b200=5") == {"b200": 5.0}
+
+
+def test_a_repeated_price_adds_up():
+    """New-user trial: `--price h200-sxm=3.5 --price b200=6` kept only the last value, silently."""
+    args = ["compare", "--model", "llama-3.1-8b", "--hardware", "h100-sxm,h200-sxm", "--json"]
+    out = CliRunner().invoke(app, [*args, "--price", "h100-sxm=2", "--price", "h200-sxm=3.5"])
+    assert out.exit_code == 0, out.output
+    h100, h200 = json.loads(out.output)["hardware"]
+    assert h100["frontier"][0]["usd_per_million_output_tokens"] > 0
+    assert h200["frontier"][0]["usd_per_million_output_tokens"] > 0

@@ -80,3 +80,36 @@ def test_a_question_prices_the_context_of_its_own_simulation_lengths():
     assert len(note) == 1
     assert "fixed lengths would give 1,500" in note[0]
     assert not [n for n in plan(fixed, workers=None).notes if "context in flight" in n]
+
+
+def test_a_workload_sets_the_traffic_not_typed_and_a_rows_scenario_replays_it(tmp_path):
+    """New-user trial: `plan --workload` priced its estimates at the default 2000/1000 tokens and the
+    capacity's rate while its simulations replayed the workload, and `--scenarios` wrote no
+    `simulation:` section, so `planner simulate rec1_scenario.yaml` did not reproduce row 1."""
+    import yaml
+
+    from planner.inputs.question import build_question
+    from planner.inputs.scenario import load_scenario
+    from planner.report.plan_report import scenario_of, write_scenarios
+    from planner.search.plan import plan
+
+    wl = {
+        "arrival": {"kind": "gamma", "rate": 3, "cv": 3},
+        "input_len": {"kind": "uniform", "min": 1000, "max": 3000},
+        "output_len": {"kind": "uniform", "min": 200, "max": 600},
+    }
+    fields = {"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "gpus": 2, "verify_top": 0}
+    q = build_question(fields, simulation=wl)
+    assert abs(q.isl - 2000) < 60  # the draws' means
+    assert abs(q.osl - 400) < 15
+    assert q.rate == 3
+    assert q.concurrency is None
+    typed = build_question({**fields, "isl": 500, "concurrency": 4}, simulation=wl)
+    assert (typed.isl, typed.concurrency, typed.rate) == (500, 4, None)  # what is typed stays
+    ans = plan(q, workers=None)
+    scn = scenario_of(q, ans.recommendations[0])
+    assert scn["workload"]["request_rate"] == 3
+    assert scn["simulation"]["arrival"] == {"kind": "gamma", "rate": 3.0, "cv": 3.0}
+    path = write_scenarios(ans, tmp_path)[0]
+    assert load_scenario(path).simulation == q.simulation
+    assert yaml.safe_load(path.read_text())["simulation"]["input_len"]["max"] == 3000

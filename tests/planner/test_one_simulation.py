@@ -77,9 +77,13 @@ def test_plan_scenarios_flag_writes_the_rows_scenarios_and_simulate_reruns_row_o
     assert sim["output_tok_s_per_gpu"] == row["output_tok_s_per_gpu"]
     assert sim["tpot_ms"]["p90"] == row["tpot_ms"]
     assert sim["output_tok_s_per_user"] == pytest.approx(row["output_tok_s_per_user"], rel=1e-3)
-    missing = CliRunner().invoke(app, [*args, "--scenarios", str(tmp_path / "nope")])
-    assert missing.exit_code == 2
-    assert "--scenarios" in missing.output
+    made = CliRunner().invoke(app, [*args, "--json", "--scenarios", str(tmp_path / "new" / "dir")])
+    assert made.exit_code == 0, made.output  # a missing folder is created (new-user trial)
+    assert (tmp_path / "new" / "dir" / "rec1_scenario.yaml").is_file()
+    (tmp_path / "file").write_text("")
+    blocked = CliRunner().invoke(app, [*args, "--scenarios", str(tmp_path / "file" / "dir")])
+    assert blocked.exit_code == 2
+    assert "--scenarios" in blocked.output
 
 
 def test_the_number_shown_comes_from_a_converged_run_near_the_offered_load(answer):
