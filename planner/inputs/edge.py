@@ -15,7 +15,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -133,8 +133,30 @@ def _clean_msg(err: ErrorDetails) -> str:
     return one_line(msg.replace("Extra inputs are not permitted", "unknown field"), 200).strip()
 
 
-def format_validation_error(exc: ValidationError, where: str) -> str:
-    """One line: `where: field.path: what is allowed (got X); ...`, union noise removed."""
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (itself, or inside Optional, unions, lists, dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _allowed_at(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
+    """The field names a mapping at `path` (field names; list indices skipped) of `model` accepts;
+    [] where the path leaves the models or is ambiguous."""
+    models = [model] if model is not None else []
+    for part in path:
+        if isinstance(part, int):
+            continue
+        found = (m for cls in models if part in cls.model_fields for m in _models_in(cls.model_fields[part].annotation))
+        models = list(dict.fromkeys(found))
+    if len(models) != 1:
+        return []
+    return [f.alias or name for name, f in models[0].model_fields.items()]
+
+
+def format_validation_error(exc: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
+    """One line: `where: field.path: what is allowed (got X); ...`, union noise removed; an unknown
+    field lists the fields allowed there (from `model`, the schema validated against)."""
     groups: dict[tuple[Any, ...], list[ErrorDetails]] = {}
     for err in exc.errors():
         loc = list(err["loc"])
@@ -158,6 +180,8 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
             got, dict | list
         ):
             text += f" (got {one_line(repr(got), 40)})"
+        if errs[0]["type"] == "extra_forbidden" and (allowed := _allowed_at(model, path[:-1])):
+            text += f"; allowed: {', '.join(allowed)}"
         name = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in path).lstrip(".")
         named = errs[0]["type"] == "value_error" and (not name or text.startswith((f"{name}.", f"{name}:")))
         if not named:  # a rule over several fields names them itself
@@ -175,7 +199,7 @@ def parse_as(model: type[M], data: Any, where: str, what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(format_validation_error(exc, where)) from exc
+        raise ScenarioError(format_validation_error(exc, where, model)) from exc
     except RecursionError as exc:
         raise ScenarioError(f"{where}: nested deeper than {MAX_DEPTH} levels") from exc
 

@@ -95,3 +95,22 @@ def test_unknowns_are_filled_and_reported():
     assert res.osl == 1024
     assert any(a.startswith("mtp: off (TRT-LLM runs MTP only when") for a in res.assumed)
     assert res.deployment.first("aggregated").instance.mtp is None
+
+
+def test_an_unknown_field_lists_the_fields_allowed_there():
+    """New-user trial: `tensor_parallel:` or a question's `slo.ttft_ms` read 'unknown field' without
+    saying what the field is called."""
+    from planner.inputs.question import parse_question
+
+    bad = {
+        "model": "llama-3.1-8b",
+        "hardware": "h100-sxm",
+        "deployment": {"aggregated": {"gpus_per_instance": 1, "tensor_parallel": 1}},
+        "workload": {"isl": 1000, "osl": 250},
+    }
+    with pytest.raises(
+        ScenarioError, match=r"tensor_parallel: unknown field; allowed: instances, gpus_per_instance, tp"
+    ):
+        parse_scenario(bad)
+    with pytest.raises(ScenarioError, match=r"slo\.ttft_ms: unknown field; allowed: ttft_p90_ms, tpot_p90_ms"):
+        parse_question({"model": "deepseek-v3", "hardware": "b200", "slo": {"ttft_ms": 100}})
