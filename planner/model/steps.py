@@ -9,6 +9,7 @@ and the batch shape, so a search that prices one instance at many operating poin
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from planner.model.deployment import Pool
@@ -16,7 +17,7 @@ from roofline.batch import StepBatch
 from roofline.deployment import InstanceSpec
 from roofline.memory import MemoryPlan, plan_memory
 from roofline.pipeline import pipelined
-from roofline.step import StepCost, step_cost
+from roofline.step import OpTime, StepCost, step_cost
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
 _KEEP: dict[int, InstanceSpec] = {}  # holds each keyed instance so its id() is never reused
@@ -132,14 +133,22 @@ def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost
     off = memory(pool, _prefill_kv_tokens(pool, isl, per_rank)).offloaded_bytes
     if isl <= budget:
         return step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off), per_rank * dp
-    total, prefix, last = 0.0, 0, None
+    total, hidden, prefix, last = 0.0, 0.0, 0, None
+    ops: dict[tuple[str, str, str, str, str], OpTime] = {}  # each op summed over the chunks
     while prefix < isl:
         n = min(budget, isl - prefix)
         last = step_cost(inst, StepBatch.prefill([(n, prefix)] * dp), off)
-        total += last.time_s
-        prefix += n
+        total, hidden, prefix = total + last.time_s, hidden + last.hidden_comm_s, prefix + n
+        for o in last.ops:
+            key = (o.name, o.category, o.kernel, o.bound, o.source)
+            got = ops.get(key)
+            ops[key] = (
+                o
+                if got is None
+                else replace(got, time_s=got.time_s + o.time_s, flops=got.flops + o.flops, bytes=got.bytes + o.bytes)
+            )
     assert last is not None
-    return StepCost(total, total, last.ops, isl * dp, last.hidden_comm_s, last.notes), dp
+    return StepCost(total, total, tuple(ops.values()), isl * dp, hidden, last.notes), dp
 
 
 MIXED_CHUNK_QUANTUM = 32  # prefill tokens of a mixed step are priced on a 32-token grid (memo hits)

@@ -88,7 +88,7 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         t.add_row("[red]saturated[/red]", "the offered load exceeds capacity")
         t.add_row("", "its queue grows: TTFT, E2E >= their figures at capacity")
     con.print(t)
-    for step, kind in ((e.prefill_step, "prefill step"), (e.decode_step, "decode step")):
+    for step, kind in ((e.prefill_step, "prefill (its chunks' steps summed)"), (e.decode_step, "decode step")):
         if step is None:
             continue
         title = kind
@@ -118,6 +118,12 @@ def print_step(con: Console, title: str, s: StepCost) -> None:
             continue
         t.add_row(o.name, o.category, f"{o.time_s * 1e3:,.3f}", f"{o.time_s / total:.1%}", o.kernel, o.bound, o.source)
     con.print(t)
+    ops_s = sum(o.time_s for o in s.ops)
+    if abs(ops_s - s.time_s) > 0.01 * s.time_s:  # pipeline parallel: the step spans its stages' micro-batches
+        con.print(
+            f"[dim]the ops above sum to {ops_s * 1e3:,.2f} ms: one micro-batch on one pipeline stage; the step's "
+            f"{s.time_s * 1e3:,.2f} ms passes every stage (roofline.pipeline)[/dim]"
+        )
     for n in s.notes:
         con.print(f"[dim]{n}[/dim]")
 

@@ -46,3 +46,22 @@ def test_dp_long_prompt_estimate_agrees_with_the_simulation(engine: str) -> None
     _, summary = run_simulation(res, SimConfig(requests=300))
     assert est.ttft_s * 1e3 == pytest.approx(summary["ttft_ms"]["mean"], rel=0.2)
     assert est.tpot_s * 1e3 == pytest.approx(summary["tpot_ms"]["mean"], rel=0.2)
+
+
+def test_a_chunked_prefill_breakdown_sums_to_its_time():
+    """New-user trial: 'prefill step: 7,899.91 ms for 256,000 tokens' listed one chunk's ops (2,565 ms)."""
+    from planner.model.steps import prefill_step
+
+    res = resolve(
+        parse_scenario(
+            {
+                "model": "deepseek-v3",
+                "hardware": "h200-sxm",
+                "engine": "vllm",
+                "deployment": {"aggregated": {"gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8}},
+                "workload": {"isl": 32000, "osl": 2000, "request_rate": 0.1},
+            }
+        )
+    )
+    step, _ = prefill_step(res.deployment.pools[0], 32000, 1)
+    assert sum(o.time_s for o in step.ops) == pytest.approx(step.time_s, rel=1e-6)
