@@ -63,10 +63,12 @@ def downloads(a: Answer, index: int, w: WhatIf, changed: dict[str, Any]) -> dict
     deployment's, and results.json records the changes next to the planner's records."""
     stem = file_stem(a, index, w)
     scn = changed if w.active else scenario_of(a, index)
+    note = ""
     if w.active:
         launch = _what_if_launch(a, index, changed)
     else:
-        launch = answer_dict(a, launch_top=index + 1)["recommendations"][index].get("launch", {})
+        rec = answer_dict(a, launch_top=index + 1)["recommendations"][index]
+        launch, note = rec.get("launch", {}), f"# {rec['load_note']}\n\n" if "load_note" in rec else ""
     results = answer_dict(a)
     if w.active:
         results["what_if"] = {
@@ -77,7 +79,7 @@ def downloads(a: Answer, index: int, w: WhatIf, changed: dict[str, Any]) -> dict
         }
     return {
         f"{stem}_scenario.yaml": yaml.safe_dump(scn, sort_keys=False),
-        f"{stem}_launch.txt": "\n\n".join(f"# {k}\n{v}" for k, v in launch.items()),
+        f"{stem}_launch.txt": note + "\n\n".join(f"# {k}\n{v}" for k, v in launch.items()),
         f"{stem}_results.json": json.dumps(results, indent=2, default=str),
         f"{a.question.model}_{a.question.hardware}_recommendations.csv": csv_text(a),
     }

@@ -171,6 +171,7 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     recs = records(a)
     for r, d in zip(a.recommendations[:launch_top], recs, strict=False):
         d["launch"] = launch_commands(a.question, r)
+        d["load_note"] = load_note(a.question, r, d["rank"])
     return {
         "question": a.question.model_dump(exclude={"simulation"}),
         "feasible": a.feasible,
@@ -280,6 +281,24 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         for engine, cmd in launch_commands(q, best).items():
             con.print(Text(f"{engine} launch for #1:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
+        con.print(Text(load_note(q, best), style="dim"))
+
+
+def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
+    """What the launch commands do not enforce: the traffic the row was verified at."""
+    w = scenario_of(q, r)["workload"]
+    load = (
+        f"{w['concurrency']:,} requests in flight"
+        if "concurrency" in w
+        else f"{w.get('request_rate', 0):,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
+    )
+    return (
+        f"#{rank} meets its figures at {load}. The launches keep each engine's running-request limit, "
+        "so a heavier load is admitted and TPOT grows past the row's: limit the offered load at the router or "
+        "client, or cap running requests at the row's batch (SGLang --max-running-requests, vLLM --max-num-seqs, "
+        "TensorRT-LLM max_batch_size; per attention-DP rank where the engine counts per rank) to queue the excess "
+        "(TTFT grows instead)."
+    )
 
 
 MODE_COLORS = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}

@@ -284,3 +284,17 @@ def test_the_engine_the_plan_priced_prints_first():
     assert next(iter(launch_commands(q, r))) == "vllm"  # type: ignore[arg-type]
     q, r = _kimi_disagg("sglang")
     assert next(iter(launch_commands(q, r))) == "sglang"  # type: ignore[arg-type]
+
+
+def test_the_plan_says_which_load_its_first_row_meets():
+    """New-user trial: the launch commands admit the engine's running limit (1,433 for a row planned
+    at batch 56) with nothing saying the row holds only at its own load."""
+    from planner.inputs.question import build_question
+    from planner.report.plan_report import load_note
+    from planner.search.plan import plan
+
+    q = build_question({"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1, "concurrency": 8, "verify_top": 0})
+    ans = plan(q, workers=None)
+    note = load_note(q, ans.recommendations[0])
+    assert note.startswith("#1 meets its figures at 8 requests in flight")
+    assert "--max-running-requests" in note
