@@ -256,7 +256,12 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     rows = table_rows(a, recs)[:top]
     for col in rows[0] if rows else ():
         left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
-        t.add_column(col, justify="left" if left else "right", no_wrap=col not in ("deployment", "needs"))
+        t.add_column(
+            col,
+            justify="left" if left else "right",
+            no_wrap=col not in ("deployment", "needs"),
+            min_width=18 if col == "deployment" else None,  # wraps, but never to a letter per line
+        )
     for row in rows:
         cells = ("-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for v in row.values())
         t.add_row(*(Text(c) for c in cells))
