@@ -218,7 +218,7 @@ def plan(
     e2e_p90: Annotated[float | None, typer.Option(help="p90 end-to-end target, ms")] = None,
     optimize: Annotated[str | None, typer.Option(help="throughput-per-gpu | gpus | cost")] = None,
     price_per_gpu_hour: Annotated[float | None, typer.Option(help="USD per GPU-hour")] = None,
-    engine: Annotated[str | None, typer.Option(help="sglang | trtllm | vllm")] = None,
+    engine: Annotated[str | None, typer.Option(help="sglang | trtllm | vllm | other (generic profile)")] = None,
     checkpoint: Annotated[
         str | None, typer.Option(help="HF repo id or path the launch commands load (needed for a config.json model)")
     ] = None,
@@ -288,7 +288,7 @@ def compare(
     model: Annotated[str, typer.Option(help="catalog id or HF config.json")] = "deepseek-v3",
     isl: Annotated[int, typer.Option(help="input tokens per request")] = 1024,
     osl: Annotated[int, typer.Option(help="output tokens per request")] = 1024,
-    engine: Annotated[str, typer.Option(help="sglang | trtllm | vllm")] = "sglang",
+    engine: Annotated[str, typer.Option(help="sglang | trtllm | vllm | other (generic profile)")] = "sglang",
     hardware: Annotated[str | None, typer.Option(help="comma-separated catalog ids (default: all)")] = None,
     price: Annotated[
         list[str] | None,

@@ -233,7 +233,7 @@ def csv_text(a: Answer) -> str:
 def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     q = a.question
     con.print(
-        f"{q.model} on {q.hardware}, budget {q.budget} GPUs, {q.isl}/{q.osl} tokens, "
+        f"{q.model} on {q.hardware} with {q.engine}, budget {q.budget} GPUs, {q.isl}/{q.osl} tokens, "
         f"SLO {', '.join(f'{SLO_NAMES[k]} p90 <= {v:g} ms' for k, v in q.slo.targets().items()) or 'none'}, "
         f"optimize {q.optimize}",
         markup=False,
