@@ -68,7 +68,9 @@ def downloads(a: Answer, index: int, w: WhatIf, changed: dict[str, Any]) -> dict
         launch = _what_if_launch(a, index, changed)
     else:
         rec = answer_dict(a, launch_top=index + 1)["recommendations"][index]
-        launch, note = rec.get("launch", {}), f"# {rec['load_note']}\n\n" if "load_note" in rec else ""
+        launch = rec.get("launch", {})
+        if "load_note" in rec:
+            note = f"# {rec['load_note']}\n\n"
     results = answer_dict(a)
     if w.active:
         results["what_if"] = {

@@ -291,11 +291,11 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
 
 def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
     """What the launch commands do not enforce: the traffic the row was verified at."""
-    w = scenario_of(q, r)["workload"]
+    res = as_resolved(q, r.point)  # the traffic the row was simulated at, as its scenario states it
     load = (
-        f"{w['concurrency']:,} requests in flight"
-        if "concurrency" in w
-        else f"{w.get('request_rate', 0):,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
+        f"{max(1, round(res.concurrency)):,} requests in flight"
+        if res.concurrency is not None
+        else f"{res.request_rate or 0:,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
     )
     return (
         f"#{rank} meets its figures at {load}. The launches keep each engine's running-request limit, "
