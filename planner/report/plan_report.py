@@ -124,13 +124,16 @@ def write_scenarios(a: Answer, folder: Path) -> list[Path]:
 
 def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
     """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
-    per GPU given); where it needs weights no catalog checkpoint holds, the first row that loads one (its
-    rank and tok/s/GPU against the first's). `recs`: the answer's records."""
+    per GPU given; under `--optimize gpus`, that it is the fewest that serve the load); where it needs
+    weights no catalog checkpoint holds, the first row that loads one (its rank and tok/s/GPU against
+    the first's). `recs`: the answer's records."""
     out = list(a.notes)
     if recs is None:
         recs = records(a)
     given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
-    if given and 0 < used < given:  # a fixed budget the first row does not fill: spare GPUs idle
+    if given and 0 < used < given and a.question.optimize == "gpus":  # the fewest GPUs is what was asked
+        out.append(f"#1 uses {used} of the {given} GPUs given: the fewest that serve the load ({given - used} spare)")
+    elif given and 0 < used < given:  # a fixed budget the first row does not fill: spare GPUs idle
         per_given = recs[0]["output_tok_s_per_gpu"] * used / given
         out.append(
             f"#1 uses {used} of the {given} GPUs given ({given - used} idle); its tok/s/GPU counts the {used} it "

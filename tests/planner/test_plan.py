@@ -388,3 +388,17 @@ def test_a_fixed_budget_the_first_row_does_not_fill_is_said_with_its_idle_gpus()
     said = [n for n in data["notes"] if n.startswith("#1 uses 2 of the 3 GPUs given (1 idle)")]
     assert len(said) == 1
     assert f"{top['output_tok_s_per_gpu'] * 2 / 3:,.1f} per GPU given" in said[0]
+
+
+def test_optimizing_gpus_says_the_first_row_is_the_fewest_without_a_per_gpu_given_figure():
+    """New-user trial: with --optimize gpus the note quoted '623.8 per GPU given', a throughput figure
+    for a question that asked for the fewest GPUs."""
+    args = ["plan", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--gpus", "8", "--optimize", "gpus"]
+    args += ["--rate", "2", "--isl", "1000", "--osl", "200", "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    used = data["recommendations"][0]["gpus"]
+    assert used < 8
+    said = [n for n in data["notes"] if n.startswith(f"#1 uses {used} of the 8 GPUs given")]
+    assert said == [f"#1 uses {used} of the 8 GPUs given: the fewest that serve the load ({8 - used} spare)"]
