@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -45,9 +46,11 @@ from simulator import SimConfig
 from simulator.metrics import write_records, write_timeseries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
-# Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
-con = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Piped output (files, CI logs, tests) gets tables wide enough for every column instead of rich's
+# 80-column default, which cut cells short ('nee' for 'needs'); a COLUMNS the user sets wins.
+PIPED_WIDTH = 320
+con = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH)
+err = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 160)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
@@ -292,7 +295,10 @@ def compare(
     hardware: Annotated[str | None, typer.Option(help="comma-separated catalog ids (default: all)")] = None,
     price: Annotated[
         list[str] | None,
-        typer.Option(help="USD per GPU-hour by hardware, e.g. h200-sxm=3.5,b200=5 (repeatable: the values add up)"),
+        typer.Option(
+            help="USD per GPU-hour by hardware, e.g. h200-sxm=3.5,b200=5 "
+            "(repeatable: the lists combine, one price per hardware)"
+        ),
     ] = None,
     chart: Annotated[Path | None, typer.Option(help="write the frontiers as HTML")] = None,
     as_json: JsonFlag = False,

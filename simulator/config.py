@@ -124,6 +124,9 @@ class SimConfig(InputModel):
     prefix_cache_hit_rate: float = Field(default=0.0, ge=0, lt=1)
     prefix_block_tokens: int = Field(default=512, gt=0, le=MAX_TOKENS)  # Mooncake hash_ids cover 512-token blocks
     warmup_fraction: float = Field(default=0.1, ge=0, lt=1)
+    # the last arrivals, left out of the measured window: they keep the load on while the measured
+    # requests finish, so those do not decode in the drain after arrivals stop (a steady state's run)
+    cooldown_fraction: float = Field(default=0.0, ge=0, lt=1)
     closed_loop_ramp_s: float | None = Field(default=None, ge=0, le=1e7)  # clients start spread over this
     # "completion": measure like a benchmark that drops the first `warmup_fraction` of completions and
     # divides the kept requests' tokens by their span (runtime.engine does); "arrival": a steady window
@@ -133,6 +136,12 @@ class SimConfig(InputModel):
     # forward steps (all instances together) after which the run stops with an error saying so:
     # a run that long is a mis-specified workload (a queue that never drains), not a measurement
     max_steps: int = Field(default=MAX_STEPS, gt=0, le=100_000_000)
+
+    @model_validator(mode="after")
+    def _window_left(self) -> SimConfig:
+        if self.warmup_fraction + self.cooldown_fraction >= 1:
+            raise ValueError("warmup_fraction + cooldown_fraction must be below 1 (they leave no request measured)")
+        return self
 
     def checked(self) -> SimConfig:
         """This config validated again: `model_copy(update=...)` (e.g. a command-line override of

@@ -267,7 +267,8 @@ def simulate(
     arrivals = ctx.table.arrival
     order = np.sort(arrivals[~np.isnan(arrivals)])
     t0 = float(order[min(int(cfg.warmup_fraction * n), len(order) - 1)])
-    t1 = float(order[-1]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
+    last = max(len(order) - 1 - int(cfg.cooldown_fraction * n), 0)  # the cool-down's arrivals are not measured
+    t1 = float(order[last]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
     if t1 <= t0:
         t1 = float(np.nanmax(ctx.table.finish))
     steps = np.array(ctx.log, dtype=float).reshape(-1, 7)

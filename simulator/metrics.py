@@ -2,7 +2,9 @@
 goodput under an SLO, Little's-law check; per-request records and per-step time series as CSV.
 
 The measured window runs from the arrival of the first request after warm-up to the last
-arrival (open loop) or the last request issued (closed loop), so drain and ramp-up are left out.
+arrival (open loop) or the last request issued (closed loop) before the cool-down
+(`SimConfig.cooldown_fraction`: the last arrivals, which keep the load on while the measured requests
+finish), so ramp-up and the drain after the arrivals stop are left out.
 A window of no length has no rate: `summarize` raises `SimulationError` rather than divide by it.
 
 `overloaded`: a queue that grows for as long as the run lasts, whose latencies are the run's length's

@@ -151,7 +151,4 @@ def closest_message(a: Answer) -> str | None:
         return None
     r = a.recommendations[0]
     binding = SLO_NAMES.get(r.binding, r.binding)
-    return (
-        f"No deployment meets the SLO. Closest configuration: {r.deployment.label(r.point.batch)}; "
-        f"the binding constraint is {binding}."
-    )
+    return f"No deployment meets the SLO. Closest configuration: {r.point.label}; the binding constraint is {binding}."

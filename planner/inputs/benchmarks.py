@@ -16,7 +16,8 @@ Two patterns, each client's taken from its source:
   (`--measurement-interval`) until consecutive windows agree within `--stability-percentage`, so
   its numbers describe the loop once the clients have desynchronised. Preset: clients start
   spread over one request's latency (the simulator's default ramp), the first 10% of arrivals
-  left out.
+  left out, and the last 10% too (they keep the loop going while the measured requests finish,
+  as the load goes on past perf_analyzer's last window).
 Every preset but trtllm-bench reaches the engine through its HTTP server, so a request's latency
 includes the engine profile's serving path (`request_overhead_ms`); trtllm-bench runs in process on
 a pre-tokenized dataset (`serving_path=False`), as does MLPerf's in-process harness core (planner.search.loadgen).
@@ -116,9 +117,16 @@ def client_config(
     `simulation:` section) keeps every field it sets, e.g. the lengths its client draws; a section
     with its own traffic (an arrival process or a trace) is returned as it is."""
     n = num_prompts or max(MIN_PROMPTS, int(PROMPTS_PER_CLIENT * concurrency))
-    loop: dict[str, object] = {"requests": n, "seed": seed, "warmup_fraction": 0.1, "warmup_by": "arrival"}
-    if PRESETS[client].first_wave:
-        loop = {**loop, "closed_loop_ramp_s": 0.0, "warmup_fraction": 0.0, "warmup_by": "completion"}
+    loop: dict[str, object] = {
+        "requests": n,
+        "seed": seed,
+        "warmup_fraction": 0.1,
+        "cooldown_fraction": 0.1,  # windows measured while the load goes on: the last 10% of arrivals keep it on
+        "warmup_by": "arrival",
+    }
+    if PRESETS[client].first_wave:  # every request measured, the drain after the last issue included
+        loop = {**loop, "closed_loop_ramp_s": 0.0, "warmup_fraction": 0.0, "cooldown_fraction": 0.0}
+        loop["warmup_by"] = "completion"
     if given is None:
         return SimConfig.model_validate(loop)
     if given.arrival is not None or given.trace is not None:

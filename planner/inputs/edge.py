@@ -130,7 +130,8 @@ def _clean_msg(err: ErrorDetails) -> str:
     msg = re.sub(r"instance of \w+", "a mapping of fields", msg)
     msg = re.sub(r"^Input should be (a valid|'|\[)", r"expected \1", msg).replace("Input should be", "must be")
     msg = msg.replace("Field required", "required").replace("String should match pattern", "must match")
-    return one_line(msg.replace("Extra inputs are not permitted", "unknown field"), 200).strip()
+    # long enough for a field's whole list of allowed values (the anchor metrics' is ~400 characters)
+    return one_line(msg.replace("Extra inputs are not permitted", "unknown field"), 600).strip()
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -188,7 +189,7 @@ def format_validation_error(exc: ValidationError, where: str, model: type[BaseMo
             text = f"{one_line(name, 80) or '(top level)'}: {text}"
         out.append(text)
     more = f"; and {len(out) - MAX_ERRORS} more" if len(out) > MAX_ERRORS else ""
-    return one_line(f"{where}: " + "; ".join(out[:MAX_ERRORS]) + more, 600)
+    return one_line(f"{where}: " + "; ".join(out[:MAX_ERRORS]) + more, 1200)
 
 
 def parse_as(model: type[M], data: Any, where: str, what: str) -> M:

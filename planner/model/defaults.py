@@ -258,8 +258,10 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
             note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
     dep = Deployment(engine, tuple(pools))
-    if w.isl == "unknown" or w.osl == "unknown":
-        note.append(f"workload: isl {isl}, osl {osl} where unknown (the 1k/1k benchmark default)")
+    unknown = [name for name in ("isl", "osl") if getattr(w, name) == "unknown"]
+    if unknown:  # name only the lengths that were unknown: 'isl 2000, osl 1024 where unknown' read as both
+        taken = ", ".join(f"{name} {isl if name == 'isl' else osl}" for name in unknown)
+        note.append(f"workload: {taken} (unknown: the 1k/1k benchmark default of {DEFAULT_ISL} tokens)")
     # the mean context in flight: stated, else from the simulation's length draws (isl + osl/2 when fixed)
     kv_len = float(w.kv_len) if isinstance(w.kv_len, int | float) else in_flight_kv(sim, isl, osl)
     if not isinstance(w.kv_len, int | float) and kv_len != isl + osl / 2:

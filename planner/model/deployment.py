@@ -7,6 +7,7 @@ it. It holds no traffic and no results.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from planner.engines import runtime_options
@@ -129,18 +130,26 @@ class Deployment:
         )
         return Deployment(self.engine, pools)
 
-    def describe(self) -> str:
-        if self.mode == "aggregated":
-            return " + ".join(f"{p.instances}x agg {layout_label(p.parallel)}" for p in self.pools)
-        return " + ".join(f"{p.instances}x {p.role} {layout_label(p.parallel)}" for p in self.pools)
+    def describe(self, offloaded: Collection[str] = ()) -> str:
+        """The pools' layouts; `offloaded`: the roles whose memory plan streams weights from host memory
+        (`MemoryPlan.offloaded_bytes`), marked 'host-offload'."""
 
-    def label(self, batch: int | None = None) -> str:
-        """The one label of an operating point: layout, precision (attention/KV/dense/experts),
-        MTP, decode batch per instance and KV memory fraction, so two points that differ in any of
-        them read differently (Pareto fronts, compare, chart hovers, the dashboard)."""
+        def pool(p: Pool) -> str:
+            role = "agg" if p.role == "aggregated" else p.role
+            return f"{p.instances}x {role} {layout_label(p.parallel)}" + (
+                " host-offload" if p.role in offloaded else ""
+            )
+
+        return " + ".join(pool(p) for p in self.pools)
+
+    def label(self, batch: int | None = None, offloaded: Collection[str] = ()) -> str:
+        """The one label of an operating point: layout (host weight offload marked), precision
+        (attention/KV/dense/experts), MTP, decode batch per instance and KV memory fraction, so two
+        points that differ in any of them read differently (Pareto fronts, compare, chart hovers, the
+        dashboard)."""
         main = self.first("decode") or self.first("aggregated") or self.pools[0]
         inst = main.instance
-        parts = [self.describe(), precision_label(inst.precision), "MTP" if inst.mtp else "no MTP"]
+        parts = [self.describe(offloaded), precision_label(inst.precision), "MTP" if inst.mtp else "no MTP"]
         if batch is not None:
             parts.append(f"batch {batch}")
         parts.append(f"mem fraction {inst.runtime.mem_fraction:g}")

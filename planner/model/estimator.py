@@ -70,6 +70,7 @@ def point(
     else:
         m = disaggregated(dep, isl, osl, kv_len, b)
     add_request_overhead(m, request_overhead_s(dep), osl)
+    m.one_token = osl <= 1
     if poisson:
         add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl)
     if b >= cap and not m.limit:

@@ -34,6 +34,9 @@ class Metrics:
     assumed: list[str] = field(default_factory=list)
     p90_s: dict[str, float | None] = field(default_factory=dict)  # simulate: ttft/tpot/e2e p90
     summary: dict[str, Any] | None = None  # simulate: the simulator's full summary
+    # answers of one token: no time per output token to show (tpot_s stays the decode step's, for the
+    # figures built on it), as a simulation's summary has none
+    one_token: bool = False
 
     @property
     def output_tok_s_per_gpu(self) -> float:
@@ -49,16 +52,19 @@ class Metrics:
 
     @property
     def output_tok_s_per_user(self) -> float:
-        return 1.0 / self.tpot_s if self.tpot_s else 0.0
+        return 1.0 / self.tpot_s if self.tpot_s and not self.one_token else 0.0
 
     def models(self, name: str) -> bool:
         return phase_models(self.mode, name)
 
     def latency_ms(self, name: str, stat: str = "p90") -> float | None:
-        """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only."""
+        """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only. Answers of
+        one token have no TPOT (None), as a simulation's summary has none."""
         if stat == "p90":
             v = self.p90_s.get(name)
             return None if v is None else v * 1e3
+        if name == "tpot" and (self.one_token or not self.tpot_s):
+            return None
         return float(getattr(self, f"{name}_s")) * 1e3
 
 

@@ -6,9 +6,12 @@ the start).
 
 One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
 verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
-deployment show one simulated number: about `ROUNDS` rounds of the requests in flight (at least
-`MIN_REQUESTS`), the first `WARMUP_FRACTION` of arrivals left out (of the stated traffic's Poisson
-or closed-loop arrivals; a trace or arrival process keeps the simulator's default), seed 0.
+deployment show one simulated number: `ROUNDS` measured rounds of the requests in flight between one
+round of warm-up and one of cool-down (at least `MIN_REQUESTS` in all), seed 0. The warm-up's arrivals
+(the batch filling, one E2E) and the cool-down's (which keep the load on while the measured requests
+finish, instead of a drain that speeds up the last ones) are left out of the measured window; that holds
+for the stated traffic's Poisson or closed-loop arrivals, while a trace or arrival process keeps the
+simulator's defaults (the first 10% of arrivals left out, no cool-down).
 Fields that the `simulation:` section sets explicitly are kept. A run is checked for convergence: output
 throughput and mean TPOT over the two halves of the measured window must agree within
 `CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
@@ -45,10 +48,11 @@ from simulator.metrics import latencies, measured_mask
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
 MAX_REQUESTS = 64_000
 MAX_DOUBLINGS = 3
-ROUNDS = 3  # each client (or each request slot) completes about this many requests
+ROUNDS = 3  # measured rounds: each client (or each request slot) completes about this many requests
 MIN_REQUESTS = 600  # first run's request count at least, before any doubling
-# the first arrivals, about one of the ROUNDS: open-loop traffic fills the batch over one E2E
-WARMUP_FRACTION = 0.3
+# one round of arrivals before the measured ones (open-loop traffic fills the batch over one E2E) and
+# one after them (the load stays on until the last measured request has finished)
+WARMUP_FRACTION = COOLDOWN_FRACTION = 1 / (ROUNDS + 2)
 
 
 def pool_defs(res: Resolved) -> list[PoolDef]:
@@ -148,11 +152,14 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     fixed = "requests" in stated or cfg.trace is not None
     update: dict[str, Any] = {}
     if not fixed:
-        n = int(min(max(ROUNDS * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
+        n = int(min(max((ROUNDS + 2) * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
         update["requests"] = n
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         update["warmup_fraction"] = WARMUP_FRACTION
+    if "cooldown_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
+        warmup = update.get("warmup_fraction", cfg.warmup_fraction)  # a stated warm-up leaves room for some
+        update["cooldown_fraction"] = min(COOLDOWN_FRACTION, 0.5 * (1 - warmup))
     if cfg.closed_loop_ramp_s is None and offline and cohort_batches(cfg):
         update["closed_loop_ramp_s"] = 0.0  # an offline benchmark queues every request at once
     elif cfg.closed_loop_ramp_s is None and res.request_rate is None:
@@ -245,7 +252,8 @@ def traffic_summary(res: Resolved, result: SimResult, cfg: SimConfig) -> tuple[s
     if cfg.trace is None and cfg.arrival is None:
         if res.request_rate is not None:
             return f"Poisson arrivals at {res.request_rate:,.4g} req/s, {lengths}", None
-        return f"closed loop of {res.concurrency or 0:,.0f} requests in flight, {lengths}", None
+        held = min(res.concurrency or 0, len(t))  # a run of fewer requests than clients holds them all at once
+        return f"closed loop of {held:,.0f} requests in flight, {lengths}", None
     span = float(arrived[-1] - arrived[0]) if len(arrived) > 1 else 0.0
     rate = (len(arrived) - 1) / span if span > 0 else float("nan")
     if cfg.trace is not None:

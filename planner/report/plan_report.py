@@ -45,8 +45,8 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     meets = r.meets if r.simulated is not None else p.meets
     return {
         "rank": rank,
-        "deployment": dep.describe(),
-        "label": dep.label(p.batch),  # layout, precision, MTP, batch, memory fraction
+        "deployment": dep.describe(p.offloaded),
+        "label": p.label,  # layout (host offload marked), precision, MTP, batch, memory fraction
         "mode": dep.mode,
         "gpus": dep.gpus,
         "decode_layout": layout_label(main.parallel),
@@ -281,8 +281,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user (TTFT within SLO)")
         for col in ("tok/s/user", "tok/s/GPU", "deployment"):
             ft.add_column(col, justify="left" if col == "deployment" else "right")
-        for u, g, lab in front:
-            ft.add_row(f"{u:,.1f}", f"{g:,.0f}", lab)
+        for u, g, lab in front:  # answers of one token have no tok/s/user: '-'
+            ft.add_row(f"{u:,.1f}" if u else "-", f"{g:,.0f}", lab)
         con.print(ft)
     if a.recommendations:
         best = a.recommendations[0]
@@ -301,7 +301,7 @@ def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
         else f"{res.request_rate or 0:,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
     )
     return (
-        f"#{rank} meets its figures at {load}. The launches keep each engine's running-request limit, "
+        f"#{rank}'s figures are for {load}. The launches keep each engine's running-request limit, "
         "so a heavier load is admitted and TPOT grows past the row's: limit the offered load at the router or "
         "client, or cap running requests at the row's batch (SGLang --max-running-requests, vLLM --max-num-seqs, "
         "TensorRT-LLM max_batch_size; per attention-DP rank where the engine counts per rank) to queue the excess "

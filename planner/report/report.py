@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from planner.model.explain import Explanation
 from planner.model.metrics import Metrics
@@ -205,14 +206,14 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
         ok = "[green]yes[/green]" if r.within_tolerance else ("[red]error[/red]" if r.error else "[red]no[/red]")
         t.add_row(
-            r.id,
-            r.metric,
+            Text(r.id),  # user text: never read as rich markup
+            Text(r.metric),
             _num(r.published) if r.published is not None else "-",
             pred,
             err,
             f"{r.tolerance:.0%}",
             ok,
-            r.method,
+            "-" if r.error else r.method,  # nothing was predicted
         )
     con.print(t)
     for r in results:  # what the traffic was read as where the anchor left it out (the JSON lists every assumption)
@@ -220,7 +221,7 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
             con.print(f"{r.id}: assumed {a}", markup=False)
     for r in results:
         if r.error:
-            con.print(f"[red]{r.id}: {r.error}[/red]")
+            con.print(Text(f"{r.id}: {r.error}", style="red"))
     med = summary["median_abs_rel_error"]
     con.print(
         f"{summary['within_tolerance']} of {summary['count']} within tolerance; "

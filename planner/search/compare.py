@@ -124,6 +124,8 @@ def parse_prices(text: str | None) -> dict[str, float]:
         if not item.strip():
             continue
         key, _, val = item.partition("=")
+        if key.strip() in prices:
+            raise PlannerError(f"--price: {key.strip()!r} is given twice; give each hardware one price")
         try:
             prices[key.strip()] = float(val)
         except ValueError:

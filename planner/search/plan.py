@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
+from planner.inputs.edge import one_line
 from planner.inputs.question import MAX_PLAN_GPUS, Question
 from planner.model.context import context_problem
 from planner.model.deployment import Deployment
@@ -26,7 +27,7 @@ from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
 from planner.search.space import PRUNE_REASONS, Candidate, candidates
-from planner.search.verify import verify_ranked
+from planner.search.verify import meets_slo, verify, verify_ranked
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.errors import PlannerError
@@ -167,11 +168,27 @@ def plan(
         if closest is None:  # nothing to show: say why rather than promise a row
             why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
             served = "none has an operating point that serves this traffic; " if scored else ""
+            more = (  # the traffic, not the weights, is what the budget cannot hold
+                f"; a larger budget may serve it (planner plan --max-gpus N, up to {MAX_PLAN_GPUS:,})"
+                if scored and q.budget < MAX_PLAN_GPUS
+                else ""
+            )
             note = (
                 f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
                 f"{len(scored)} scored, {served}pruned: {why}"
-            ) + ("" if scored else _fewest_gpus(q, m, hw, pruned))
-        return Answer(q, len(scored), pruned, 0, [closest] if closest else [], False, fronts, [note, *_context(q)])
+            ) + (more if scored else _fewest_gpus(q, m, hw, pruned))
+        said, simulated = [note, *_context(q)], 0
+        if closest is not None and q.verify_top:  # its simulated figures, e.g. whether it carries the load at all
+            say(f"simulating the closest, {closest.point.deployment.describe()} at batch {closest.point.batch}")
+            try:
+                sim = verify(q, closest.point)
+            except PlannerError as exc:
+                said.insert(1, f"not simulated, {closest.point.label}: {one_line(str(exc), 300)}")
+            else:
+                ok, slack = meets_slo(q, sim)
+                closest.simulated, closest.meets, closest.slack, simulated = sim, ok, slack, 1
+                closest.binding = min(slack, key=slack.__getitem__) if slack else closest.binding
+        return Answer(q, len(scored), pruned, simulated, [closest] if closest else [], False, fronts, said)
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
@@ -189,8 +206,15 @@ def plan(
         closest = max(sims, key=lambda r: min(r.slack.values()) if r.slack else 0.0)
         closest.binding = min(closest.slack, key=closest.slack.__getitem__) if closest.slack else ""
         recs = [closest] + [r for r in recs if r is not closest]
+        limited = any(n.startswith("verification stopped") for n in failed)
         notes.append(
-            "no deployment meets the SLO in simulation: the closest simulated one and its binding constraint "
+            (
+                f"none of the {simulated} deployments simulated before the verification limit meets the SLO "
+                "(others, and lower batches, were left unsimulated): the closest simulated one and its binding "
+                "constraint are shown first"
+            )
+            if limited
+            else "no deployment meets the SLO in simulation: the closest simulated one and its binding constraint "
             "are shown first"
         )
     return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
@@ -226,7 +250,7 @@ def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, fl
     fronts: dict[str, list[tuple[float, float, str]]] = {}
     for mode in q.modes:
         pts = [
-            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, p.deployment.label(p.batch))
+            (p.out_tok_s_per_user, p.out_tok_s_per_gpu, p.label)
             for s in scored
             if s.cand.mode == mode
             for p in s.points

@@ -57,6 +57,16 @@ class Point:
     def out_tok_s_per_user(self) -> float:
         return self.metrics.output_tok_s_per_user
 
+    @property
+    def offloaded(self) -> tuple[str, ...]:
+        """The roles whose weights stream from host memory at this point (their memory plans)."""
+        return tuple(role for role, plan in self.metrics.memory.items() if plan.offloaded_bytes > 0)
+
+    @property
+    def label(self) -> str:
+        """The deployment's one label at this point's batch, host weight offload marked."""
+        return self.deployment.label(self.batch, self.offloaded)
+
     def instances(self, role: str) -> int:
         pool = self.deployment.first(role)
         return pool.instances if pool else 0

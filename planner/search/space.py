@@ -204,6 +204,8 @@ def candidates(
 
     out: list[Candidate] = []
     mtps = [x for x in q.mtp if not x or m.mtp_layers]
+    if q.osl <= 1:  # MTP drafts decode tokens: a one-token answer has none (its rows would differ in the flag only)
+        mtps = [False]
     main = (stated or {}).get("aggregated", (stated or {}).get("decode", {}))
     if stated is None:
         decode_layouts, prefill_layouts = layouts(m, hw, q.budget, "decode"), layouts(m, hw, q.budget, "prefill")

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,11 @@ if TYPE_CHECKING:
     from planner.search.plan import Recommendation
 
 MAX_SIMULATED = 24  # simulations one plan spends looking for verified recommendations ...
-SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run)
+SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulations always run) ...
+# ... and, with or without a verified answer, the CPU seconds after which no further simulation starts:
+# a small model on a rack (gpt-oss-120b on 72 GB200 GPUs) keeps ~40,000 requests in flight, so each of
+# its simulations runs ~130,000-200,000 requests (~10 s); 22 of them took a plan 3.5 minutes
+VERIFY_LIMIT_S = 40.0
 RETRIES = 2  # lower swept operating points tried when the simulator's p90s miss the SLO
 BISECTIONS = 2  # batches simulated between a swept batch that met and the next one up that missed
 
@@ -115,6 +120,33 @@ def _ahead(
     return {id(r): (r.point, res) for r, res in zip(first, results or [], strict=False)}
 
 
+@dataclass(slots=True)
+class _Budget:
+    """What one plan's verification has spent: simulations, and CPU seconds here and in workers."""
+
+    start: float  # process_time when the verification began
+    simulated: int = 0
+    elsewhere: float = 0.0  # CPU seconds of simulations run in worker processes
+    stopped: list[str] = field(default_factory=list)  # the note, once VERIFY_LIMIT_S stops the verification
+
+    def cpu(self) -> float:
+        return time.process_time() - self.start + self.elsewhere
+
+    def spent(self) -> bool:
+        return self.simulated >= MAX_SIMULATED or self.cpu() > SIMULATION_BUDGET_S
+
+    def limit(self) -> bool:
+        """Past VERIFY_LIMIT_S no simulation starts (the first time, the note says so)."""
+        if self.cpu() <= VERIFY_LIMIT_S:
+            return False
+        if not self.stopped:
+            self.stopped.append(
+                f"verification stopped after {self.simulated} simulations and {self.cpu():,.0f} CPU seconds "
+                f"(the plan's limit, {VERIFY_LIMIT_S:g} s): rows not simulated show estimates"
+            )
+        return True
+
+
 def verify_ranked(
     q: Question,
     recs: list[Recommendation],
@@ -129,19 +161,17 @@ def verify_ranked(
     under a stated rate or concurrency the batch is what the traffic keeps in flight). A point the
     simulator cannot build (e.g. its KV pool cannot hold two prefill budgets) stays an estimate, and
     `failed` says why. With `workers` > 1 the first `verify_top` simulations run side by side.
-    Returns the number of simulations run."""
-    simulated = 0
-    start = time.process_time()
-    elsewhere = 0.0  # CPU seconds of simulations run in worker processes
+    No simulation starts once the verification has spent VERIFY_LIMIT_S CPU seconds; `failed` then says
+    so. Returns the number of simulations run."""
+    budget = _Budget(time.process_time())
     missed: dict[int, int] = {}  # id(rec) -> the lowest batch whose simulation missed
     wave = _ahead(q, recs, say, workers)
 
     def run(r: Recommendation, p: Point) -> bool:
-        nonlocal simulated, elsewhere
         ahead = wave.pop(id(r), None)
         if ahead is not None and ahead[0] is p:
             m, why, cpu = ahead[1]
-            elsewhere += cpu
+            budget.elsewhere += cpu
         else:
             say(f"simulating {p.deployment.describe()} at batch {p.batch}")
             try:
@@ -150,9 +180,9 @@ def verify_ranked(
                 m, why = None, str(exc)
         if m is None:
             if failed is not None:
-                failed.append(f"not simulated, {p.deployment.label(p.batch)}: {one_line(str(why), 300)}")
+                failed.append(f"not simulated, {p.label}: {one_line(str(why), 300)}")
             return False
-        simulated += 1
+        budget.simulated += 1
         ok, slack = meets_slo(q, m)
         if not ok:
             missed[id(r)] = min(missed.get(id(r), p.batch), p.batch)
@@ -160,19 +190,22 @@ def verify_ranked(
             r.point, r.simulated, r.meets, r.slack = p, m, ok, slack
         return ok
 
-    def spent() -> bool:
-        return simulated >= MAX_SIMULATED or time.process_time() - start + elsewhere > SIMULATION_BUDGET_S
-
     def enough() -> bool:
         met = sum(bool(r.meets) for r in recs)
         # the CPU budget stops a plan that has a verified answer; one with none keeps trying (up to
-        # MAX_SIMULATED) the deployments and lower operating points that meet by estimate
-        out = simulated >= MAX_SIMULATED or (met > 0 and simulated >= q.verify_top and spent())
-        return met >= q.verify_top or out
+        # MAX_SIMULATED, and within VERIFY_LIMIT_S) the deployments and lower operating points that meet
+        # by estimate
+        out = budget.simulated >= MAX_SIMULATED or (met > 0 and budget.simulated >= q.verify_top and budget.spent())
+        return met >= q.verify_top or out or budget.limit()
+
+    def finish() -> int:
+        if failed is not None:
+            failed.extend(budget.stopped)
+        return budget.simulated
 
     for r in recs:
         if enough():
-            return simulated
+            return finish()
         run(r, r.point)
     for r in recs:
         for p in r.fallbacks[:RETRIES] if r.simulated is not None and not r.meets else []:
@@ -185,11 +218,11 @@ def verify_ranked(
         lo, hi = r.point.batch, missed[id(r)]
         for _ in range(BISECTIONS):
             mid = (lo + hi) // 2
-            if mid <= lo or spent():
+            if mid <= lo or budget.spent() or budget.limit():
                 break
             between = point_at(q, r.cand, mid)
             if between is not None and between.meets and run(r, between):
                 lo = mid
             else:
                 hi = mid
-    return simulated
+    return finish()

@@ -47,3 +47,23 @@ def test_a_repeated_price_adds_up():
     h100, h200 = json.loads(out.output)["hardware"]
     assert h100["frontier"][0]["usd_per_million_output_tokens"] > 0
     assert h200["frontier"][0]["usd_per_million_output_tokens"] > 0
+
+
+def test_a_hardware_priced_twice_is_one_line_naming_it():
+    """New-user trial: `--price h100-sxm=2 --price h100-sxm=3` kept the last value while the help said the
+    values add up."""
+    out = CliRunner().invoke(app, ["compare", "--price", "h100-sxm=2", "--price", "h100-sxm=3"])
+    assert out.exit_code == 2
+    assert "'h100-sxm' is given twice" in out.output
+
+
+def test_a_pool_that_streams_weights_from_host_says_so_in_its_label():
+    """New-user trial: the DeepSeek-V3 GB200 frontier listed 'prefill DP2 EP2' pools whose memory plan
+    offloads experts to host memory (`planner estimate`: hundreds of GB, most of the prefill time); the
+    label now marks them, from the point's own memory plans."""
+    from planner.search.compare import frontier
+
+    f = frontier("deepseek-v3", "gb200-nvl72", 1024, 1024, "sglang")
+    offloading = [lab for _, _, lab in f.points if "host-offload" in lab]
+    assert offloading
+    assert all("prefill" in lab.split("host-offload")[0] for lab in offloading)

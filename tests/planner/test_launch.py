@@ -296,5 +296,5 @@ def test_the_plan_says_which_load_its_first_row_meets():
     q = build_question({"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1, "concurrency": 8, "verify_top": 0})
     ans = plan(q, workers=None)
     note = load_note(q, ans.recommendations[0])
-    assert note.startswith("#1 meets its figures at 8 requests in flight")
+    assert note.startswith("#1's figures are for 8 requests in flight")
     assert "--max-running-requests" in note

@@ -202,7 +202,7 @@ def test_the_cpu_budget_never_stops_a_plan_with_no_verified_answer(monkeypatch):
     recs = [plan_mod.Recommendation(None, point(n), fallbacks=[point(n + "-low")]) for n in "abcd"]  # type: ignore[arg-type]
     monkeypatch.setattr(verify_mod, "verify", fake_verify)
     monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (verdict.get(m.name, False), {"tpot_ms": 1.0}))
-    clock = iter(range(0, 10_000, 100))  # each reading 100 CPU-s later: the budget is spent at once
+    clock = iter(range(0, 10_000, 6))  # each reading 6 CPU-s later: the budget is spent at once, the limit is not
     monkeypatch.setattr(verify_mod.time, "process_time", lambda: next(clock))
     q = SimpleNamespace(verify_top=1)
     n = verify_mod.verify_ranked(q, recs, lambda _m: None)  # type: ignore[arg-type]
@@ -273,6 +273,10 @@ class _Dep:  # picklable stand-ins: the first wave's points travel to worker pro
 class _Pt:
     deployment: _Dep
     batch: int = 1
+
+    @property
+    def label(self) -> str:  # as Point.label: the deployment's label at the point's batch
+        return self.deployment.label(self.batch)
 
 
 def _fake_verify(q, p):
@@ -402,3 +406,63 @@ def test_optimizing_gpus_says_the_first_row_is_the_fewest_without_a_per_gpu_give
     assert used < 8
     said = [n for n in data["notes"] if n.startswith(f"#1 uses {used} of the 8 GPUs given")]
     assert said == [f"#1 uses {used} of the 8 GPUs given: the fewest that serve the load ({8 - used} spare)"]
+
+
+def test_one_token_answers_show_no_tpot_and_no_mtp_rows():
+    """New-user trial: with --osl 1 an estimate row read 'TPOT 855.63 | tok/s/user 1.2 | meets' beside
+    simulated rows showing '-', and rows differed only in MTP yes/no, which drafts no token of a
+    one-token answer."""
+    args = ["plan", "--model", "deepseek-v3", "--hardware", "b200", "--gpus", "8", "--isl", "4000", "--osl", "1"]
+    out = CliRunner().invoke(app, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    recs = json.loads(out.output)["recommendations"]
+    assert recs
+    assert {r["figures"].split()[0] for r in recs} >= {"simulated", "estimate"}
+    assert all(r["tpot_ms"] is None and r["output_tok_s_per_user"] is None for r in recs)
+    assert not any(r["mtp"] for r in recs)
+
+
+def test_the_verification_limit_stops_even_a_plan_with_no_verified_answer_and_says_so(monkeypatch):
+    """New-user trial (fourteenth session): gpt-oss-120b on 72 GB200 GPUs simulated 22 deployments of
+    ~10 s each (3.5 minutes) looking for a verified answer. Past VERIFY_LIMIT_S CPU seconds no further
+    simulation starts, and the plan's notes say so."""
+    from types import SimpleNamespace
+
+    from planner.search import plan as plan_mod
+    from planner.search import verify as verify_mod
+
+    tried: list[str] = []
+
+    def fake_verify(q, p):
+        tried.append(p.name)
+        return SimpleNamespace(name=p.name)
+
+    def point(name):
+        return SimpleNamespace(name=name, batch=1, deployment=SimpleNamespace(describe=lambda: name), label=name)
+
+    recs = [plan_mod.Recommendation(None, point(n), fallbacks=[point(n + "-low")]) for n in "abcd"]  # type: ignore[arg-type]
+    monkeypatch.setattr(verify_mod, "verify", fake_verify)
+    monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (False, {"tpot_ms": 0.5}))
+    clock = iter(range(0, 10_000, 15))  # each reading 15 CPU-s later
+    monkeypatch.setattr(verify_mod.time, "process_time", lambda: next(clock))
+    failed: list[str] = []
+    n = verify_mod.verify_ranked(SimpleNamespace(verify_top=1), recs, lambda _m: None, failed)  # type: ignore[arg-type]
+    assert n == len(tried)
+    assert 1 <= n < 8  # 4 deployments and 4 lower points to try: the limit stopped it before all 8
+    assert tried[0] == "a"
+    assert any(f.startswith(f"verification stopped after {n} simulations") for f in failed)
+
+
+def test_when_no_candidate_meets_by_estimate_the_closest_is_simulated():
+    """New-user trial: Qwen3-235B on 16 H200 under bursty traffic showed its one (closest) row as estimate
+    means, TTFT 392 ms and 755 tok/s/GPU, while its simulation is over capacity (TTFT in tens of seconds);
+    the plan had run no simulation. The closest row is now simulated like any recommendation."""
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--rate", "2"]
+    out = CliRunner().invoke(app, [*args, "--tpot-p90", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["notes"][0].startswith("no candidate meets the SLO (estimate)")
+    top = data["recommendations"][0]
+    assert top["figures"].startswith("simulated")
+    assert top["simulated"] is not None
+    assert top["meets_slo"] is False

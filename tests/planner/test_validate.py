@@ -211,3 +211,25 @@ def test_the_text_table_says_the_traffic_it_assumed_and_prints_no_exponents(tmp_
     assert "no-traffic: assumed workload.concurrency: 1 (a latency metric with no traffic)" in out.output
     assert "26,160" in out.output
     assert "e+0" not in out.output
+
+
+def test_validate_error_lines_print_user_text_as_it_is_and_whole(tmp_path):
+    """New-user trial: an anchor id 'Upper_Case_ID' printed `must match '^+$'` (rich read the pattern's
+    brackets as markup), an isl of "[x]" printed `(got '')`, and the allowed metrics were cut off."""
+    base = {"source": "x", "url": "unknown", "date": "unknown", "quote": "q", "model": "deepseek-v3"}
+    base |= {"hardware": "h200-sxm", "engine": "sglang", "phase": "end-to-end", "value": 100, "unit": "ms"}
+    work = {"isl": 1000, "osl": 1000, "concurrency": 4}
+    anchors = [
+        base | {"id": "Upper_Case_ID", "workload": work, "metric": "ttft_ms"},
+        base | {"id": "bad-isl", "workload": work | {"isl": "[x]"}, "metric": "ttft_ms"},
+        base | {"id": "bad-metric", "workload": work, "metric": "tokens_per_second"},
+    ]
+    doc = {"version": 1, "source": {"name": "t", "url": "unknown", "date": "unknown", "split": "train"}}
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(doc | {"anchors": anchors}))
+    out = CliRunner().invoke(app, ["validate", str(path)])
+    assert out.exit_code == 2
+    text = " ".join(out.output.split())
+    assert "must match '^[a-z0-9-]+$' (got 'Upper_Case_ID')" in text
+    assert "(got '[x]')" in text
+    assert "'decode_time_share_moe' (got 'tokens_per_second')" in text
