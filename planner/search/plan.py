@@ -207,15 +207,16 @@ def plan(
         closest.binding = min(closest.slack, key=closest.slack.__getitem__) if closest.slack else ""
         recs = [closest] + [r for r in recs if r is not closest]
         limited = any(n.startswith("verification stopped") for n in failed)
+        verified = "was verified to meet" if any(unsettled(r.simulated) for r in sims if r.simulated) else "meets"
         notes.append(
             (
-                f"none of the {simulated} deployments simulated before the verification limit meets the SLO "
-                "(others, and lower batches, were left unsimulated): the closest simulated one and its binding "
-                "constraint are shown first"
+                f"none of the {simulated} deployments simulated before the verification limit {verified} the SLO "
+                "(others, and lower batches, were left unsimulated; a run that never settles verifies nothing): "
+                "the closest simulated one and its binding constraint are shown first"
             )
             if limited
-            else "no deployment meets the SLO in simulation: the closest simulated one and its binding constraint "
-            "are shown first"
+            else f"no deployment {verified} the SLO in simulation: the closest simulated one and its binding "
+            "constraint are shown first"
         )
     return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
 
