@@ -141,6 +141,8 @@ class SimConfig(InputModel):
     def _window_left(self) -> SimConfig:
         if self.warmup_fraction + self.cooldown_fraction >= 1:
             raise ValueError("warmup_fraction + cooldown_fraction must be below 1 (they leave no request measured)")
+        if self.cooldown_fraction and self.warmup_by == "completion":
+            raise ValueError("cooldown_fraction applies to warmup_by: arrival (completion-measured runs count all)")
         return self
 
     def checked(self) -> SimConfig:

@@ -131,4 +131,8 @@ def client_config(
         return SimConfig.model_validate(loop)
     if given.arrival is not None or given.trace is not None:
         return given
-    return given.model_copy(update={k: v for k, v in loop.items() if k not in given.model_fields_set})
+    kept = {k: v for k, v in loop.items() if k not in given.model_fields_set}
+    if "cooldown_fraction" in kept:  # a stated warm-up leaves room for some cool-down
+        warmup = float(kept.get("warmup_fraction", given.warmup_fraction))  # type: ignore[arg-type]
+        kept["cooldown_fraction"] = min(float(kept["cooldown_fraction"]), 0.5 * (1 - warmup))  # type: ignore[arg-type]
+    return given.model_copy(update=kept)

@@ -55,7 +55,9 @@ class Metrics:
         return 1.0 / self.tpot_s if self.tpot_s and not self.one_token else 0.0
 
     def models(self, name: str) -> bool:
-        return phase_models(self.mode, name)
+        """Whether these figures have latency `name`: the phase's (phase_models), and no TPOT for answers
+        of one token."""
+        return phase_models(self.mode, name) and not (name == "tpot" and self.one_token)
 
     def latency_ms(self, name: str, stat: str = "p90") -> float | None:
         """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only. Answers of

@@ -7,7 +7,7 @@ the start).
 One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
 verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
 deployment show one simulated number: `ROUNDS` measured rounds of the requests in flight between one
-round of warm-up and one of cool-down (at least `MIN_REQUESTS` in all), seed 0. The warm-up's arrivals
+round of warm-up and one of cool-down (at least `MIN_REQUESTS` measured), seed 0. The warm-up's arrivals
 (the batch filling, one E2E) and the cool-down's (which keep the load on while the measured requests
 finish, instead of a drain that speeds up the last ones) are left out of the measured window; that holds
 for the stated traffic's Poisson or closed-loop arrivals, while a trace or arrival process keeps the
@@ -151,14 +151,15 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     stated = cfg.model_fields_set
     fixed = "requests" in stated or cfg.trace is not None
     update: dict[str, Any] = {}
-    if not fixed:
-        n = int(min(max((ROUNDS + 2) * _in_flight(res), MIN_REQUESTS), SIM_MAX_REQUESTS))
+    if not fixed:  # MIN_REQUESTS measured: the warm-up and cool-down rounds come on top
+        n = int(min(max((ROUNDS + 2) * _in_flight(res), MIN_REQUESTS * (ROUNDS + 2) / ROUNDS), SIM_MAX_REQUESTS))
         update["requests"] = n
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
-        update["warmup_fraction"] = WARMUP_FRACTION
+        # a stated cool-down leaves room for some warm-up, as a stated warm-up does for the cool-down below
+        update["warmup_fraction"] = min(WARMUP_FRACTION, 0.5 * (1 - cfg.cooldown_fraction))
     if "cooldown_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
-        warmup = update.get("warmup_fraction", cfg.warmup_fraction)  # a stated warm-up leaves room for some
+        warmup = update.get("warmup_fraction", cfg.warmup_fraction)
         update["cooldown_fraction"] = min(COOLDOWN_FRACTION, 0.5 * (1 - warmup))
     if cfg.closed_loop_ramp_s is None and offline and cohort_batches(cfg):
         update["closed_loop_ramp_s"] = 0.0  # an offline benchmark queues every request at once

@@ -78,7 +78,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "scenario": scenario_of(q, r),
         "estimate": {
             "ttft_ms": est.ttft_s * 1e3,
-            "tpot_ms": est.tpot_s * 1e3,
+            "tpot_ms": est.latency_ms("tpot", "mean"),
             "e2e_ms": est.e2e_s * 1e3,
             "output_tok_s_per_gpu": est.output_tok_s_per_gpu,
             "decode_batch_mean": est.decode_batch,
@@ -90,7 +90,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
             "tpot_p90_ms": _ms(r.simulated, "tpot"),
             "e2e_p90_ms": _ms(r.simulated, "e2e"),
             "ttft_mean_ms": r.simulated.ttft_s * 1e3,
-            "tpot_mean_ms": r.simulated.tpot_s * 1e3,
+            "tpot_mean_ms": r.simulated.latency_ms("tpot", "mean"),
             "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
             "requests": (r.simulated.summary or {}).get("requests_completed"),
             "converged": (r.simulated.summary or {}).get("converged"),
@@ -183,7 +183,12 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
         "recommendations": recs,
         "pareto": {
             mode: [
-                {"output_tok_s_per_user": u, "output_tok_s_per_gpu": g, "deployment": lab, "figures": "estimate"}
+                {
+                    "output_tok_s_per_user": u or None,  # answers of one token have none
+                    "output_tok_s_per_gpu": g,
+                    "deployment": lab,
+                    "figures": "estimate",
+                }
                 for u, g, lab in front
             ]
             for mode, front in a.fronts.items()

@@ -32,7 +32,7 @@ def estimate_dict(e: Metrics) -> dict[str, Any]:
         "input_tok_s_per_gpu": round(e.input_tok_s_per_gpu, 2),
         "output_tok_s_per_gpu": round(e.output_tok_s_per_gpu, 2),
         "total_tok_s_per_gpu": round(e.total_tok_s_per_gpu, 2),
-        "output_tok_s_per_user": round(e.output_tok_s_per_user, 3),
+        "output_tok_s_per_user": round(e.output_tok_s_per_user, 3) or None,  # none without a TPOT
         "saturated": e.saturated,
         "limit": e.limit,
         "decode_step": step_dict(e.decode_step),
@@ -75,11 +75,11 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         ("concurrency", f"{e.concurrency:,.0f}"),
         ("decode batch / instance", f"{e.decode_batch:,.1f}"),
         ("TTFT", f"{floor}{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
-        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- (not in a {e.mode} phase)"),
+        ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- ({_no_tpot(e)})"),
         ("E2E", f"{floor}{e.e2e_s * 1e3:,.0f} ms" if e.models("e2e") else f"- (not in a {e.mode} phase)"),
         ("input tok/s per GPU", f"{e.input_tok_s_per_gpu:,.0f}"),
         ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.0f}"),
-        ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}"),
+        ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}" if e.output_tok_s_per_user else "-"),
     ]
     for k, v in rows:
         t.add_row(k, v)
@@ -193,6 +193,10 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
 def _num(v: float) -> str:
     """Four significant digits, never an exponent: 26,160 and 6.885, not 2.616e+04."""
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _no_tpot(e: Metrics) -> str:
+    return "answers of one token" if e.one_token else f"not in a {e.mode} phase"
 
 
 def print_validation(con: Console, results: list[AnchorResult], summary: dict[str, Any]) -> None:

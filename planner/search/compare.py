@@ -80,7 +80,7 @@ def compare_dict(fronts: list[Frontier], price: dict[str, float] | None = None) 
                 "reason": f.reason or None,
                 "frontier": [
                     {
-                        "output_tok_s_per_user": u,
+                        "output_tok_s_per_user": u or None,  # answers of one token have none
                         "output_tok_s_per_gpu": g,
                         "deployment": lab,
                         "usd_per_million_output_tokens": cost_per_mtok(price.get(f.hardware), g),
@@ -149,7 +149,7 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
         for p in f["frontier"]:
             cost = p["usd_per_million_output_tokens"]
             t.add_row(
-                f"{p['output_tok_s_per_user']:,.1f}",
+                "-" if not p["output_tok_s_per_user"] else f"{p['output_tok_s_per_user']:,.1f}",
                 f"{p['output_tok_s_per_gpu']:,.0f}",
                 "-" if cost is None else f"{cost:,.3f}",
                 p["deployment"],

@@ -27,7 +27,7 @@ from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
 from planner.search.space import PRUNE_REASONS, Candidate, candidates
-from planner.search.verify import meets_slo, verify, verify_ranked
+from planner.search.verify import STOPPED, meets_slo, verify, verify_ranked
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.errors import PlannerError
@@ -163,32 +163,7 @@ def plan(
     fronts = _fronts(q, scored)
     ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
     if not ranked:
-        closest = _closest(q, scored)
-        note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
-        if closest is None:  # nothing to show: say why rather than promise a row
-            why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
-            served = "none has an operating point that serves this traffic; " if scored else ""
-            more = (  # the traffic, not the weights, is what the budget cannot hold
-                f"; a larger budget may serve it (planner plan --max-gpus N, up to {MAX_PLAN_GPUS:,})"
-                if scored and q.budget < MAX_PLAN_GPUS
-                else ""
-            )
-            note = (
-                f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
-                f"{len(scored)} scored, {served}pruned: {why}"
-            ) + (more if scored else _fewest_gpus(q, m, hw, pruned))
-        said, simulated = [note, *_context(q)], 0
-        if closest is not None and q.verify_top:  # its simulated figures, e.g. whether it carries the load at all
-            say(f"simulating the closest, {closest.point.deployment.describe()} at batch {closest.point.batch}")
-            try:
-                sim = verify(q, closest.point)
-            except PlannerError as exc:
-                said.insert(1, f"not simulated, {closest.point.label}: {one_line(str(exc), 300)}")
-            else:
-                ok, slack = meets_slo(q, sim)
-                closest.simulated, closest.meets, closest.slack, simulated = sim, ok, slack, 1
-                closest.binding = min(slack, key=slack.__getitem__) if slack else closest.binding
-        return Answer(q, len(scored), pruned, simulated, [closest] if closest else [], False, fronts, said)
+        return _nothing_ranked(q, scored, pruned, fronts, say)
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
@@ -206,11 +181,11 @@ def plan(
         closest = max(sims, key=lambda r: min(r.slack.values()) if r.slack else 0.0)
         closest.binding = min(closest.slack, key=closest.slack.__getitem__) if closest.slack else ""
         recs = [closest] + [r for r in recs if r is not closest]
-        limited = any(n.startswith("verification stopped") for n in failed)
+        limited = any(n.startswith(STOPPED) for n in failed)
         verified = "was verified to meet" if any(unsettled(r.simulated) for r in sims if r.simulated) else "meets"
         notes.append(
             (
-                f"none of the {simulated} deployments simulated before the verification limit {verified} the SLO "
+                f"none of the {len(sims)} deployments simulated before the verification limit {verified} the SLO "
                 "(others, and lower batches, were left unsimulated; a run that never settles verifies nothing): "
                 "the closest simulated one and its binding constraint are shown first"
             )
@@ -219,6 +194,47 @@ def plan(
             "constraint are shown first"
         )
     return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
+
+
+def _nothing_ranked(
+    q: Question,
+    scored: list[Scored],
+    pruned: Counter[str],
+    fronts: dict[str, list[tuple[float, float, str]]],
+    say: Callable[[str], None],
+) -> Answer:
+    """The answer where no candidate meets the SLO by estimate: the closest one, simulated (whether it
+    carries the load at all, or meets after all), or why there is none to show."""
+    m, hw = get_model(q.model), get_hardware(q.hardware)
+    closest = _closest(q, scored)
+    note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
+    if closest is None:  # nothing to show: say why rather than promise a row
+        why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
+        served = "none has an operating point that serves this traffic; " if scored else ""
+        more = (  # the traffic, not the weights, is what the budget cannot hold
+            f"; a larger budget may serve it (planner plan --max-gpus N, up to {MAX_PLAN_GPUS:,})"
+            if scored and q.budget < MAX_PLAN_GPUS
+            else ""
+        )
+        note = (
+            f"no deployment of {q.model} on {q.hardware} within {q.budget} GPUs to show: "
+            f"{len(scored)} scored, {served}pruned: {why}"
+        ) + (more if scored else _fewest_gpus(q, m, hw, pruned))
+    said, simulated = [note, *_context(q)], 0
+    if closest is not None and q.verify_top:  # its simulated figures, e.g. whether it carries the load at all
+        say(f"simulating the closest, {closest.point.deployment.describe()} at batch {closest.point.batch}")
+        try:
+            sim = verify(q, closest.point)
+        except PlannerError as exc:
+            said.insert(1, f"not simulated, {closest.point.label}: {one_line(str(exc), 300)}")
+        else:
+            ok, slack = meets_slo(q, sim)
+            closest.simulated, closest.meets, closest.slack, simulated = sim, ok, slack, 1
+            closest.binding = "" if ok else min(slack, key=slack.__getitem__) if slack else closest.binding
+            if ok:  # the estimate was pessimistic: the simulation verifies it
+                said[0] = "no candidate meets the SLO by estimate; the closest one meets it in simulation"
+    feasible = closest is not None and closest.meets is True
+    return Answer(q, len(scored), pruned, simulated, [closest] if closest else [], feasible, fronts, said)
 
 
 def _fewest_gpus(q: Question, m: ModelSpec, hw: HardwareSpec, pruned: Counter[str]) -> str:

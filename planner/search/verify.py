@@ -46,6 +46,7 @@ SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulati
 # a small model on a rack (gpt-oss-120b on 72 GB200 GPUs) keeps ~40,000 requests in flight, so each of
 # its simulations runs ~130,000-200,000 requests (~10 s); 22 of them took a plan 3.5 minutes
 VERIFY_LIMIT_S = 40.0
+STOPPED = "verification stopped"  # how the note the limit leaves begins (planner.search.plan reads it)
 RETRIES = 2  # lower swept operating points tried when the simulator's p90s miss the SLO
 BISECTIONS = 2  # batches simulated between a swept batch that met and the next one up that missed
 
@@ -141,7 +142,7 @@ class _Budget:
             return False
         if not self.stopped:
             self.stopped.append(
-                f"verification stopped after {self.simulated} simulations and {self.cpu():,.0f} CPU seconds "
+                f"{STOPPED} after {self.simulated} simulations and {self.cpu():,.0f} CPU seconds "
                 f"(the plan's limit, {VERIFY_LIMIT_S:g} s): rows not simulated show estimates"
             )
         return True
@@ -196,7 +197,8 @@ def verify_ranked(
         # MAX_SIMULATED, and within VERIFY_LIMIT_S) the deployments and lower operating points that meet
         # by estimate
         out = budget.simulated >= MAX_SIMULATED or (met > 0 and budget.simulated >= q.verify_top and budget.spent())
-        return met >= q.verify_top or out or budget.limit()
+        # the first wave's simulations have run already: their results are taken whatever the limit
+        return met >= q.verify_top or out or (not wave and budget.limit())
 
     def finish() -> int:
         if failed is not None:

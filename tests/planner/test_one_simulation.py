@@ -87,16 +87,14 @@ def test_plan_scenarios_flag_writes_the_rows_scenarios_and_simulate_reruns_row_o
 
 
 def test_the_number_shown_comes_from_a_converged_run_near_the_offered_load(answer):
-    """An unsaturated open loop delivers its offered load (8 req/s x 500 tokens = 4,000 tok/s): the
-    shown run is converged and not over capacity, and its window's output differs from the nominal
-    load by no more than the Poisson noise of the window's arrivals (three standard deviations of
-    their count; a 5% tolerance was one of them at this run's length and held by the seed's luck)."""
+    """An unsaturated open loop delivers its offered load (8 req/s x 500 tokens = 4,000 tok/s);
+    the shown run is converged, so its sampling error is within the convergence test's reach. (Review,
+    fourteenth session: with the cool-down round a 649-request run measured only ~390 requests and read
+    3,548; the measured part is now at least MIN_REQUESTS.)"""
     s = answer.recommendations[0].simulated.summary
     assert s["converged"]
     assert not s["overloaded"]
-    t0, t1 = s["measured_window_s"]
-    arrivals = GPT_OSS.rate * (t1 - t0)
-    assert s["output_tok_s"] == pytest.approx(GPT_OSS.rate * GPT_OSS.osl, rel=3 / arrivals**0.5)
+    assert s["output_tok_s"] == pytest.approx(GPT_OSS.rate * GPT_OSS.osl, rel=0.05)
 
 
 def test_the_dashboard_time_series_simulates_the_same_run(answer):

@@ -408,6 +408,10 @@ def test_optimizing_gpus_says_the_first_row_is_the_fewest_without_a_per_gpu_give
     assert said == [f"#1 uses {used} of the 8 GPUs given: the fewest that serve the load ({8 - used} spare)"]
 
 
+def data_fronts(output: str) -> list[list[dict]]:
+    return list(json.loads(output)["pareto"].values())
+
+
 def test_one_token_answers_show_no_tpot_and_no_mtp_rows():
     """New-user trial: with --osl 1 an estimate row read 'TPOT 855.63 | tok/s/user 1.2 | meets' beside
     simulated rows showing '-', and rows differed only in MTP yes/no, which drafts no token of a
@@ -419,6 +423,9 @@ def test_one_token_answers_show_no_tpot_and_no_mtp_rows():
     assert recs
     assert {r["figures"].split()[0] for r in recs} >= {"simulated", "estimate"}
     assert all(r["tpot_ms"] is None and r["output_tok_s_per_user"] is None for r in recs)
+    assert all(r["estimate"]["tpot_ms"] is None for r in recs)  # the nested figures as well (review)
+    assert all(r["simulated"]["tpot_mean_ms"] is None for r in recs if r["simulated"])
+    assert all(p["output_tok_s_per_user"] is None for front in data_fronts(out.output) for p in front)
     assert not any(r["mtp"] for r in recs)
 
 
@@ -466,3 +473,25 @@ def test_when_no_candidate_meets_by_estimate_the_closest_is_simulated():
     assert top["figures"].startswith("simulated")
     assert top["simulated"] is not None
     assert top["meets_slo"] is False
+
+
+def test_a_closest_candidate_that_meets_in_simulation_makes_the_answer_feasible():
+    """Review (fourteenth session): the closest candidate by estimate could meet in simulation while the
+    answer said none meets (feasible false, a 'meets (simulate)' row)."""
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--isl", "1000"]
+    out = CliRunner().invoke(app, [*args, "--osl", "1", "--rate", "6", "--ttft-p90", "200", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    top = data["recommendations"][0]
+    assert top["slo_verdict"] == "meets"
+    assert data["feasible"] is True
+    assert data["notes"][0] == "no candidate meets the SLO by estimate; the closest one meets it in simulation"
+
+
+def test_with_verify_top_zero_the_closest_candidate_stays_an_estimate():
+    from planner.search.plan import plan as run_plan
+
+    q = Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=1, rate=2, slo=SLO(tpot_p90_ms=1), verify_top=0)
+    a = run_plan(q, workers=1)
+    assert a.simulated == 0
+    assert a.recommendations[0].simulated is None

@@ -51,3 +51,12 @@ def test_the_standard_run_reads_what_a_long_run_reads(tmp_path):
     for key in ("mean", "p90"):
         assert shown["tpot_ms"][key] == pytest.approx(long["tpot_ms"][key], rel=0.04), key
     assert shown["output_tok_s_per_gpu"] == pytest.approx(long["output_tok_s_per_gpu"], rel=0.03)
+
+
+def test_a_stated_cooldown_leaves_room_for_the_standard_warmup(tmp_path):
+    """Review: `simulation: {cooldown_fraction: 0.85}` is valid alone, but the standard warm-up (0.2) was
+    added on top and the run ended in a validation dump."""
+    path = tmp_path / "rec1.yaml"
+    path.write_text(yaml.safe_dump(SCENARIO | {"simulation": {"cooldown_fraction": 0.85}}, sort_keys=False))
+    got = _simulate(path, "--requests", "2000")
+    assert got["requests"] == 2000
