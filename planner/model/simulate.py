@@ -7,20 +7,21 @@ the start).
 One simulation configuration per deployment and traffic (`standard_config`), used by the plan's
 verification, `planner simulate`, `planner validate` and the dashboard, so two views of one
 deployment show one simulated number: `ROUNDS` measured rounds of the requests in flight between one
-round of warm-up and one of cool-down (at least `MIN_REQUESTS` measured), seed 0. The warm-up's arrivals
+round of warm-up and one of cool-down (at least `MIN_REQUESTS` measured under Poisson arrivals, in all
+for a closed loop), seed 0. The warm-up's arrivals
 (the batch filling, one E2E) and the cool-down's (which keep the load on while the measured requests
 finish, instead of a drain that speeds up the last ones) are left out of the measured window; that holds
 for the stated traffic's Poisson or closed-loop arrivals, while a trace or arrival process keeps the
 simulator's defaults (the first 10% of arrivals left out, no cool-down).
 Fields that the `simulation:` section sets explicitly are kept. A run is checked for convergence: output
-throughput and mean TPOT over the two halves of the measured window must agree within
-`CONVERGENCE` (a batch still growing shows in TPOT while the throughput already matches the
-offered load); if they do not and the request count was not fixed (by the user or a trace), the
-run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary says
-`converged: false` with a warning. A run over capacity (`overloaded`: it completes clearly fewer output
+throughput (an open loop's as a share of what each half's arrivals ask for) and mean TPOT over the two
+halves of the measured window must agree within `CONVERGENCE` (a batch still growing shows in TPOT while the
+throughput already matches the offered load); if they do not and the request count was not fixed (by the
+user or a trace), the run is repeated with twice the requests (up to `MAX_REQUESTS`); otherwise the summary
+says `converged: false` with a warning. A run over capacity (`overloaded`: it completes clearly fewer output
 tokens than its arrivals ask for) is not repeated, and its warning says so. `steady` says whether the
-figures are a steady state's (or, for traffic that changes by design, that traffic's): neither an
-overloaded run nor one whose halves still disagree can verify an SLO (planner.search.verify).
+figures are a steady state's (or, for traffic that changes by design, that traffic's): neither an overloaded
+run nor one whose halves still disagree can verify an SLO (planner.search.verify).
 It does not choose traffic: the scenario or question states it; the summary's `traffic` says what ran
 (a trace or arrival process replays its own rate, which the steady-state estimate, priced at
 `workload.request_rate`, does not: `traffic_note` says so when they differ by more than `RATE_MISMATCH`).
@@ -71,7 +72,9 @@ def pool_defs(res: Resolved) -> list[PoolDef]:
 
 
 def window_halves(result: SimResult) -> tuple[float, float]:
-    """Output tokens/s over the first and second half of the measured window."""
+    """Output tokens/s over the first and second half of the measured window; for an open loop, as a
+    share of the output tokens the half's arrivals ask for, so that the Poisson noise of the arrivals
+    (a 300-arrival half is ~6% light or heavy by chance) does not read as a run still settling."""
     out = result.extra["out_tokens"]
     t0, t1 = result.window
     mid = 0.5 * (t0 + t1)
@@ -79,6 +82,11 @@ def window_halves(result: SimResult) -> tuple[float, float]:
         return 0.0, 0.0
     first = out[(out[:, 0] >= t0) & (out[:, 0] < mid), 1].sum() / (mid - t0)
     second = out[(out[:, 0] >= mid) & (out[:, 0] <= t1), 1].sum() / (t1 - mid)
+    if result.extra.get("open_loop") and result.extra.get("warmup_by") != "completion":
+        t = result.table
+        asked = [float(t.osl[(t.arrival >= a) & (t.arrival < b) & ~t.dropped].sum()) for a, b in ((t0, mid), (mid, t1))]
+        if all(asked):
+            return float(first * (mid - t0) / asked[0]), float(second * (t1 - mid) / asked[1])
     return float(first), float(second)
 
 
@@ -151,8 +159,11 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     stated = cfg.model_fields_set
     fixed = "requests" in stated or cfg.trace is not None
     update: dict[str, Any] = {}
-    if not fixed:  # MIN_REQUESTS measured: the warm-up and cool-down rounds come on top
-        n = int(min(max((ROUNDS + 2) * _in_flight(res), MIN_REQUESTS * (ROUNDS + 2) / ROUNDS), SIM_MAX_REQUESTS))
+    if not fixed:
+        # Poisson arrivals: MIN_REQUESTS measured, the warm-up and cool-down rounds on top (the window's
+        # throughput carries their sampling noise); a closed loop's arrivals follow its completions
+        least = MIN_REQUESTS * (ROUNDS + 2) / ROUNDS if res.request_rate is not None else MIN_REQUESTS
+        n = int(min(max((ROUNDS + 2) * _in_flight(res), least), SIM_MAX_REQUESTS))
         update["requests"] = n
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
