@@ -76,3 +76,11 @@ def test_the_simulator_prices_a_pp_step_as_the_estimator_does():
     mixed = timer.mixed(64, 64 * kv_mixed, [(2048, 0)], 0)
     assert mixed == pytest.approx(pipelined_cost(pool.instance, StepBatch(64, 64 * kv_mixed, ((2080, 0),))).time_s)
     assert mixed < 0.8 * step_cost(pool.instance, StepBatch(64, 64 * kv_mixed, ((2080, 0),))).time_s
+
+
+def test_a_batch_solved_a_hair_above_an_integer_prices_that_integer():
+    """New-user trial (fourteenth session): `planner explain` of the default plan's row 1 showed 'decode step:
+    26.65 ms for 4,097 tokens' at a decode batch of 4,096 (the steady state solved it to 4096.00013)."""
+    pool = _pool(1)
+    assert decode_step(pool, 4096.00013, 1500).tokens == 4096
+    assert decode_step(pool, 4096.01, 1500).tokens == 4097
