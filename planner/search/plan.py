@@ -163,7 +163,7 @@ def plan(
     fronts = _fronts(q, scored)
     ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
     if not ranked:
-        return _nothing_ranked(q, scored, pruned, fronts, say)
+        return _nothing_ranked(q, m, hw, scored, pruned, fronts, say)
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked)
@@ -198,6 +198,8 @@ def plan(
 
 def _nothing_ranked(
     q: Question,
+    m: ModelSpec,
+    hw: HardwareSpec,
     scored: list[Scored],
     pruned: Counter[str],
     fronts: dict[str, list[tuple[float, float, str]]],
@@ -205,7 +207,6 @@ def _nothing_ranked(
 ) -> Answer:
     """The answer where no candidate meets the SLO by estimate: the closest one, simulated (whether it
     carries the load at all, or meets after all), or why there is none to show."""
-    m, hw = get_model(q.model), get_hardware(q.hardware)
     closest = _closest(q, scored)
     note = "no candidate meets the SLO (estimate); the closest one and its binding constraint are shown"
     if closest is None:  # nothing to show: say why rather than promise a row
