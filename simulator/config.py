@@ -112,6 +112,12 @@ class TraceSpec(InputModel):
     time_scale: float = Field(default=1.0, ge=1e-6, le=1e6)  # >1 replays faster
 
 
+def window_share(wanted: float, other: float) -> float:
+    """A warm-up or cool-down share of the requests that leaves room for the other end of the window:
+    `wanted`, at most half of what `other` (the stated share of the other end) leaves."""
+    return min(wanted, 0.5 * (1 - other))
+
+
 class SimConfig(InputModel):
     requests: int = Field(default=2000, gt=0, le=MAX_REQUESTS)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)

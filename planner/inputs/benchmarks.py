@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator import SimConfig
+from simulator.config import window_share
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def client_config(
     kept = {k: v for k, v in loop.items() if k not in given.model_fields_set}
     if "cooldown_fraction" in kept:  # a stated warm-up leaves room for some cool-down ...
         warmup = float(kept.get("warmup_fraction", given.warmup_fraction))  # type: ignore[arg-type]
-        kept["cooldown_fraction"] = min(float(kept["cooldown_fraction"]), 0.5 * (1 - warmup))  # type: ignore[arg-type]
+        kept["cooldown_fraction"] = window_share(float(kept["cooldown_fraction"]), warmup)  # type: ignore[arg-type]
         if kept.get("warmup_by", given.warmup_by) == "completion":  # ... and a window by completion none
             kept["cooldown_fraction"] = 0.0
     return given.model_copy(update=kept)

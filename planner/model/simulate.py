@@ -44,6 +44,7 @@ from planner.model.metrics import Metrics, phase_models
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
+from simulator.config import window_share
 from simulator.metrics import latencies, measured_mask
 
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
@@ -168,10 +169,10 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         # a stated cool-down leaves room for some warm-up, as a stated warm-up does for the cool-down below
-        update["warmup_fraction"] = min(WARMUP_FRACTION, 0.5 * (1 - cfg.cooldown_fraction))
+        update["warmup_fraction"] = window_share(WARMUP_FRACTION, cfg.cooldown_fraction)
     if "cooldown_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         warmup = update.get("warmup_fraction", cfg.warmup_fraction)
-        update["cooldown_fraction"] = min(COOLDOWN_FRACTION, 0.5 * (1 - warmup))
+        update["cooldown_fraction"] = window_share(COOLDOWN_FRACTION, warmup)
     if cfg.closed_loop_ramp_s is None and offline and cohort_batches(cfg):
         update["closed_loop_ramp_s"] = 0.0  # an offline benchmark queues every request at once
     elif cfg.closed_loop_ramp_s is None and res.request_rate is None:
