@@ -134,6 +134,9 @@ class SimConfig(InputModel):
     # requests finish, so those do not decode in the drain after arrivals stop (a steady state's run)
     cooldown_fraction: float = Field(default=0.0, ge=0, lt=1)
     closed_loop_ramp_s: float | None = Field(default=None, ge=0, le=1e7)  # clients start spread over this
+    # open loop: requests already in flight at 0 s, as a steady state holds them (outputs uniform on
+    # [1, drawn output], prompts longer by the tokens left out); warm-up, never measured
+    warm_start: int = Field(default=0, ge=0, le=MAX_CONCURRENCY)
     # "completion": measure like a benchmark that drops the first `warmup_fraction` of completions and
     # divides the kept requests' tokens by their span (runtime.engine does); "arrival": a steady window
     warmup_by: Literal["arrival", "completion"] = "arrival"

@@ -83,6 +83,7 @@ class Context(Handoff):
         self.rng = np.random.default_rng(cfg.seed + 1)
         self.table = RequestTable(wl.isl, wl.osl)
         self.hash_ids = wl.hash_ids
+        self.warm = wl.warm  # requests 0..warm-1 are a warm start: their prompts' KV was computed before 0 s
         self.log: list[tuple[float, int, int, float, int, float, int]] = []
         self.log_blocks: list[np.ndarray] = []  # runs of decode steps (record_run), rows as `log`'s
         self.out_blocks: list[np.ndarray] = []  # their (time, tokens), as `out_tokens`
@@ -144,6 +145,9 @@ class Context(Handoff):
     def cached_tokens(self, inst: Instance, i: int, context: int) -> int:
         if self.table.preemptions[i]:
             return 0  # a recompute prefills everything again
+        if i < self.warm:  # a warm start's request arrives with its KV (its last token still runs)
+            self.table.cached[i] = context - 1
+            return context - 1
         if self.hash_ids is not None:
             blocks = self.hash_ids[i]
             hit = 0
@@ -265,9 +269,10 @@ def simulate(
     ctx.env.run()
     _settle(ctx)
     arrivals = ctx.table.arrival
-    order = np.sort(arrivals[~np.isnan(arrivals)])
-    t0 = float(order[min(int(cfg.warmup_fraction * n), len(order) - 1)])
-    last = max(len(order) - 1 - int(cfg.cooldown_fraction * n), 0)  # the cool-down's arrivals are not measured
+    order = np.sort(arrivals[~np.isnan(arrivals)])[wl.warm :]  # a warm start (at 0 s) is never measured
+    runs = n - wl.warm
+    t0 = float(order[min(int(cfg.warmup_fraction * runs), len(order) - 1)])
+    last = max(len(order) - 1 - int(cfg.cooldown_fraction * runs), 0)  # the cool-down's arrivals are not measured
     t1 = float(order[last]) if len(order) > 1 else float(np.nanmax(ctx.table.finish))
     if t1 <= t0:
         t1 = float(np.nanmax(ctx.table.finish))
@@ -290,6 +295,7 @@ def simulate(
             "warmup_by": cfg.warmup_by,
             "warmup_fraction": cfg.warmup_fraction,
             "open_loop": wl.arrival_s is not None,  # arrivals at their own times, not when requests finish
+            "warm_start": wl.warm,
             "notes": ctx.notes,
         },
     )

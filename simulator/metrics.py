@@ -65,6 +65,7 @@ def latencies(res: SimResult) -> dict[str, np.ndarray]:
 def measured_mask(res: SimResult) -> np.ndarray:
     t = res.table
     done = ~np.isnan(t.finish) & ~t.dropped
+    done[: res.extra.get("warm_start", 0)] = False  # a warm start is never measured
     if res.extra.get("warmup_by") == "completion":
         order = np.argsort(np.where(done, t.finish, np.inf), kind="stable")
         keep = np.zeros(len(t), dtype=bool)

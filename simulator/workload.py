@@ -24,6 +24,7 @@ class Workload:
     osl: np.ndarray
     hash_ids: list[list[int]] | None = None
     notes: list[str] = field(default_factory=list)  # e.g. malformed trace rows that were skipped
+    warm: int = 0  # the first `warm` requests are a warm start (in flight at 0 s, never measured)
 
     def __len__(self) -> int:
         return len(self.isl)
@@ -253,7 +254,32 @@ def build_workload(
     if spec.kind == "closed":
         assert spec.concurrency
         return Workload(None, spec.concurrency, isls, osls, None, notes)
-    return Workload(_arrivals(spec, n, rng), 0, isls, osls, None, notes)
+    wl = Workload(_arrivals(spec, n, rng), 0, isls, osls, None, notes)
+    return _warm_start(wl, cfg, isl, osl, base) if cfg.warm_start else wl
+
+
+def _warm_start(wl: Workload, cfg: SimConfig, isl: int, osl: int, base: Path | None) -> Workload:
+    """`cfg.warm_start` requests in flight at 0 s ahead of `wl`'s arrivals: a steady state's population,
+    each partway through its output. A request of drawn lengths (i, o) seen at a uniform point of its
+    decode has r in [1, o] tokens left and a context of i + o - r, so it arrives with that prompt and
+    r tokens to generate, its KV already computed (`Context.cached_tokens`): the batch starts at its
+    steady size, with steady contexts, and leaves at a steady pace instead of growing from empty (near
+    capacity that growth relaxes over many E2Es). Own
+    random stream, so the other requests are those of a cold start."""
+    rng = np.random.default_rng([cfg.seed, 7])
+    wi, wo = draw_lengths(cfg, cfg.warm_start, isl, osl, rng, base, [])
+    left = rng.integers(1, np.maximum(wo, 1) + 1).astype(float)
+    prompt = np.minimum(wi + wo - left, MAX_TOKENS)
+    assert wl.arrival_s is not None
+    return Workload(
+        np.concatenate([np.zeros(cfg.warm_start), wl.arrival_s]),
+        0,
+        np.concatenate([prompt, wl.isl]),
+        np.concatenate([left, wl.osl]),
+        None,
+        wl.notes,
+        cfg.warm_start,
+    )
 
 
 def _arrivals(spec: ArrivalSpec, n: int, rng: np.random.Generator) -> np.ndarray | None:

@@ -273,7 +273,7 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
     kv = m["kv_utilization"]
     s.add_row("kv_utilization (mean / max)", f"{kv['mean']:.1%} / {kv['max']:.1%}")
     con.print(s)
-    for key in ("traffic", "traffic_note", "warning"):
+    for key in ("traffic", "slice", "traffic_note", "warning"):
         if m.get(key):
             con.print(f"{key.replace('_', ' ')}: {m[key]}", markup=False)
     if m.get("assumed"):
