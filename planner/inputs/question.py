@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from planner.inputs.scenario import load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
-from simulator.config import SimConfig
+from simulator.config import MAX_RATE, MIN_RATE, SimConfig
 from simulator.workload import in_flight_kv, longest_prompt, mean_lengths
 
 MAX_PLAN_GPUS = 4608
@@ -41,7 +41,7 @@ class Question(StrictModel):
     max_gpus: int | None = Field(default=None, gt=0, le=MAX_PLAN_GPUS)
     isl: int = Field(default=2000, gt=0)
     osl: int = Field(default=1000, gt=0)
-    rate: float | None = Field(default=None, gt=0)  # requests/s for the whole deployment
+    rate: float | None = Field(default=None, ge=MIN_RATE, le=MAX_RATE)  # requests/s for the whole deployment
     concurrency: int | None = Field(default=None, gt=0)
     slo: SLO = SLO()
     optimize: Objective = "throughput-per-gpu"

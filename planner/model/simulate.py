@@ -41,7 +41,7 @@ It does not choose traffic: the scenario or question states it; the summary's `t
 from __future__ import annotations
 
 from dataclasses import replace
-from math import gcd
+from math import ceil, gcd
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from planner.model.metrics import Metrics, phase_models
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
+from simulator.config import MAX_STEPS as SIM_MAX_STEPS
 from simulator.config import window_share
 from simulator.metrics import latencies, measured_mask
 
@@ -64,6 +65,7 @@ MAX_REQUESTS = 64_000
 MAX_DOUBLINGS = 3
 ROUNDS = 3  # measured rounds: each client (or each request slot) completes about this many requests
 MIN_REQUESTS = 600  # first run's request count at least, before any doubling
+STEP_CEILING = 100_000_000  # SimConfig.max_steps' own limit
 SLICE_MIN_INSTANCES = 8  # instances each pool keeps in a simulated slice (the router's choice among them)
 # one round of arrivals before the measured ones (open-loop traffic fills the batch over one E2E) and
 # one after them (the load stays on until the last measured request has finished)
@@ -229,6 +231,8 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
         held = _in_flight(res) / d
         n = int(min(max((ROUNDS + 2) * held, least), SIM_MAX_REQUESTS))
         update["requests"] = n
+        if "max_steps" not in stated:
+            update["max_steps"] = _step_budget(_slice(res, d), n, held)
         if res.request_rate is not None and cfg.arrival is None and "warm_start" not in stated:
             # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`)
             update["warm_start"] = int(min(round(held), n))
@@ -248,6 +252,16 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
             ramp = 0.0
         update["closed_loop_ramp_s"] = ramp if np.isfinite(ramp) else 0.0
     return res, cfg.model_copy(update=update), fixed, d
+
+
+def _step_budget(run: Resolved, n: int, held: float) -> int:
+    """Twice the forward steps `n` requests take when each decode instance runs its share of the `held`
+    in flight (at least one) and each prompt fills its own chunks: one user's 8,000-token answers, 600 of
+    them, take 4.8 million steps (3.7 s in decode runs), past the simulator's default `max_steps`."""
+    decoding = sum(p.instances for p in run.deployment.pools if p.role != "prefill")
+    chunk = min(d.budget_tokens for d in pool_defs(run))
+    per_request = run.osl / max(1.0, held / max(decoding, 1)) + ceil(run.isl / max(chunk, 1))
+    return int(min(max(SIM_MAX_STEPS, 2 * n * per_request), STEP_CEILING))
 
 
 def standard_config(res: Resolved, given: SimConfig | None = None) -> SimConfig:

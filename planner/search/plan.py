@@ -176,6 +176,8 @@ def plan(
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)
     if q.verify_top == 0:
         notes.append("not simulated (verify_top: 0): figures are estimates")
+    elif not feasible and not any(r.simulated is not None for r in recs):
+        notes.append("no verifying simulation completed (the reasons above): every row is an estimate, none verified")
     elif not feasible:
         sims = [r for r in recs if r.simulated is not None]
         closest = max(sims, key=lambda r: min(r.slack.values()) if r.slack else 0.0)

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.inputs.edge import one_line
@@ -59,7 +60,11 @@ def as_resolved(q: Question, p: Point) -> Resolved:
     slo = SLOSpec(ttft_ms=q.slo.ttft_p90_ms, tpot_ms=q.slo.tpot_p90_ms, e2e_ms=q.slo.e2e_p90_ms)
     name = f"{q.model} on {p.gpus}x {q.hardware}"
     conc = float(q.concurrency) if q.concurrency is not None else None
-    return Resolved(p.deployment, q.isl, q.osl, q.in_flight_kv(), conc, rate, [], "end-to-end", slo, q.simulation, name)
+    # a config.json model is named by its absolute path, so an exported scenario reruns from any folder
+    ref = str(Path(q.model).resolve()) if q.model.endswith(".json") else q.model
+    return Resolved(
+        p.deployment, q.isl, q.osl, q.in_flight_kv(), conc, rate, [], "end-to-end", slo, q.simulation, name, ref
+    )
 
 
 def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:

@@ -1,0 +1,70 @@
+"""Findings of the fifteenth session's new-user trial (a fresh clone, ~60 CLI questions): each was a
+traceback or a file that could not be used as the README says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import planner.search.verify as verify_mod
+from planner.cli import app
+from planner.inputs.question import Question
+from planner.search.plan import plan
+from roofline.errors import PlannerError
+
+
+def test_one_user_with_long_answers_is_planned_and_simulated():
+    """`planner plan --model deepseek-v3 --hardware b200 --gpus 8 --concurrency 1 --isl 2000 --osl 8000`
+    ended in `ValueError: max() arg is an empty sequence`: 600 one-at-a-time requests of 8,000 tokens
+    take 4.8 million forward steps, every verifying run stopped at the simulator's default 1.5 million,
+    and no simulated row was left to show as the closest. The standard run's step budget now follows
+    what its requests need."""
+    question = ["--model", "deepseek-v3", "--hardware", "b200", "--gpus", "8", "--concurrency", "1"]
+    out = CliRunner().invoke(app, ["plan", *question, "--isl", "2000", "--osl", "8000", "--json"])
+    assert out.exit_code == 0, out.output
+    first = json.loads(out.output)["recommendations"][0]
+    assert first["simulated"] is not None
+    assert first["meets_slo"] is True
+
+
+def test_a_plan_whose_every_simulation_fails_says_so(monkeypatch):
+    def fails(q, p):
+        raise PlannerError("simulation.max_steps: stopped after 10 forward steps")
+
+    monkeypatch.setattr(verify_mod, "verify", fails)
+    a = plan(Question(model="llama-3.1-8b", hardware="h100-sxm", gpus=1), workers=1)
+    assert not a.feasible
+    assert all(r.simulated is None for r in a.recommendations)
+    assert any("no verifying simulation completed" in n for n in a.notes), a.notes
+    assert any(n.startswith("not simulated") and "max_steps" in n for n in a.notes), a.notes
+
+
+@pytest.mark.parametrize("rate", ["0.001", "1e-9", "0.009"])
+def test_a_rate_below_the_simulators_minimum_is_one_line(rate):
+    """`planner plan --rate 0.001` was a traceback: the question took any positive rate, the
+    simulator none below 0.01/s."""
+    out = CliRunner().invoke(app, ["plan", "--rate", rate])
+    assert out.exit_code == 2
+    assert "rate" in out.output
+    assert "0.01" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_an_exported_scenario_of_a_config_json_model_reruns(tmp_path, shared_dir, monkeypatch):
+    """`--scenarios` wrote `model: moonshotai-kimi-k2.5` (the derived id) for a model given as a
+    config.json, and `planner simulate` of the file said 'unknown model'. The file names the config by
+    its absolute path, so it reruns from any folder."""
+    shutil.copy(shared_dir / "reference" / "hf_configs" / "openai--gpt-oss-120b_config.json", tmp_path / "c.json")
+    monkeypatch.chdir(tmp_path)
+    question = ["--model", "c.json", "--hardware", "h200-sxm", "--gpus", "1", "--rate", "2"]
+    out = CliRunner().invoke(app, ["plan", *question, "--scenarios", "sc"])
+    assert out.exit_code == 0, out.output
+    written = yaml.safe_load((tmp_path / "sc" / "rec1_scenario.yaml").read_text())
+    assert written["model"] == str(tmp_path / "c.json")
+    monkeypatch.chdir(tmp_path.parent)
+    rerun = CliRunner().invoke(app, ["simulate", str(tmp_path / "sc" / "rec1_scenario.yaml"), "--json"])
+    assert rerun.exit_code == 0, rerun.output
