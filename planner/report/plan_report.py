@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 import yaml
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -260,20 +261,17 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
         "precision: attention/KV/dense/experts"
     )
-    t = Table(title=f"{title} ({how})")
     rows = table_rows(a, recs)[:top]
-    for col in rows[0] if rows else ():
-        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
-        t.add_column(
-            col,
-            justify="left" if left else "right",
-            no_wrap=col not in ("deployment", "needs"),
-            min_width=18 if col == "deployment" else None,  # wraps, but never to a letter per line
-        )
-    for row in rows:
-        cells = ("-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for v in row.values())
-        t.add_row(*(Text(c) for c in cells))
+    t, left_out = _fitted(con, f"{title} ({how})", rows)
     con.print(t)
+    if left_out:
+        con.print(
+            Text(
+                f"left out at this terminal's width ({con.width} columns): {', '.join(left_out)}; a wider terminal "
+                "(or COLUMNS=320), --json or --scenarios shows every column",
+                style="dim",
+            )
+        )
     for mode, front in a.fronts.items():
         if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
             why = (
@@ -295,6 +293,49 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
             con.print(Text(f"{engine} launch for #1:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
         con.print(Text(load_note(q, best), style="dim"))
+
+
+# the columns a narrow terminal drops first (the rest, rank, deployment, GPUs and the figures against the
+# SLO, always show): rich otherwise shrinks every column, down to an empty deployment column at 80-160
+UNBOUNDED = 100_000  # a measuring width past any table's (rich clamps a measurement to the one given)
+DROP_ORDER = ("needs", "bottleneck", "$/Mtok", "precision", "headroom", "MTP", "batch", "figures", "tok/s/user")
+
+
+def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> Table:
+    t = Table(title=title)
+    cells = [
+        {k: "-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for k, v in row.items()}
+        for row in rows
+    ]
+    for col in cols:
+        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
+        wraps = col in ("deployment", "needs")
+        t.add_column(
+            col,
+            justify="left" if left else "right",
+            no_wrap=not wraps,
+            # a wrapping column never to a letter per line; the others never cut short
+            min_width=18 if wraps else max(len(col), *(len(c[col]) for c in cells)),
+        )
+    for c in cells:
+        t.add_row(*(Text(c[col]) for col in cols))
+    return t
+
+
+def _fitted(con: Console, title: str, rows: list[dict[str, Any]]) -> tuple[Table, list[str]]:
+    """The recommendations table with the columns `con`'s width holds (dropped in `DROP_ORDER`), and
+    those it left out."""
+    cols = list(rows[0]) if rows else []
+    left_out: list[str] = []
+    t = _table(title, rows, cols)
+    for col in DROP_ORDER:
+        if Measurement.get(con, con.options.update(max_width=UNBOUNDED), t).minimum <= con.width:
+            break
+        if col in cols:
+            cols.remove(col)
+            left_out.append(col)
+            t = _table(title, rows, cols)
+    return t, left_out
 
 
 def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:

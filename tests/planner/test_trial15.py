@@ -3,16 +3,19 @@ traceback or a file that could not be used as the README says."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
 import planner.search.verify as verify_mod
 from planner.cli import app
 from planner.inputs.question import Question
+from planner.report.plan_report import print_answer
 from planner.search.plan import plan
 from roofline.errors import PlannerError
 
@@ -68,3 +71,27 @@ def test_an_exported_scenario_of_a_config_json_model_reruns(tmp_path, shared_dir
     monkeypatch.chdir(tmp_path.parent)
     rerun = CliRunner().invoke(app, ["simulate", str(tmp_path / "sc" / "rec1_scenario.yaml"), "--json"])
     assert rerun.exit_code == 0, rerun.output
+
+
+@pytest.mark.parametrize("width", [100, 120, 160])
+def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it_left_out(width):
+    """At 80-160 columns rich shrank every column of the 16-column table, the rank and deployment
+    columns to nothing; columns now drop whole, least important first, and a line names them."""
+    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+    con = Console(width=width, record=True, file=io.StringIO())
+    print_answer(con, a)
+    text = con.export_text()
+    table = text[text.index("┏") : text.index("┘")]
+    for header in ("deployment", "GPUs", "TTFT ms", "TPOT ms", "tok/s/GPU", "SLO"):
+        assert header in table, header
+    first = a.recommendations[0].point.deployment.describe().split(" + ")[0]
+    assert first in table
+    assert all(len(line) <= width for line in table.splitlines())
+    assert f"left out at this terminal's width ({width} columns): needs, bottleneck" in text.replace("\n", " ")
+
+
+def test_a_wide_terminal_leaves_nothing_out():
+    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+    con = Console(width=320, record=True, file=io.StringIO())
+    print_answer(con, a)
+    assert "left out" not in con.export_text()
