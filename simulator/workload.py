@@ -127,9 +127,9 @@ def _draws(cfg: SimConfig | None, isl: int, osl: int, base: Path | None) -> tupl
     rows); None when the lengths are fixed at isl and osl."""
     if cfg is None or (cfg.input_len is None and cfg.output_len is None and cfg.trace is None):
         return None
-    if cfg.trace is not None:
+    if cfg.trace is not None:  # the rows a run replays (`build_workload`: the first `requests`)
         t = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
-        return t.isl, t.osl
+        return t.isl[: cfg.requests], t.osl[: cfg.requests]
     return draw_lengths(cfg, KV_DRAWS, isl, osl, np.random.default_rng(cfg.seed), base, [])
 
 
@@ -144,6 +144,17 @@ def in_flight_kv(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = 
         return isl + osl / 2
     i, o = drawn[0].astype(float), drawn[1].astype(float)
     return float(np.sum(o * (i + o / 2)) / np.sum(o))
+
+
+def trace_rate(cfg: SimConfig, base: Path | None = None) -> float | None:
+    """The mean arrival rate (req/s) of the trace rows a run replays at their own times (the first
+    `requests`, divided by `time_scale`); None without a trace, or under a stated arrival process."""
+    if cfg.trace is None or (cfg.arrival is not None and cfg.arrival.kind != "trace"):
+        return None
+    t = read_trace(_at(cfg.trace.path, base), cfg.trace.format)
+    arr = np.sort(t.arrival_s[: cfg.requests]) / cfg.trace.time_scale
+    span = float(arr[-1] - arr[0]) if len(arr) > 1 else 0.0
+    return (len(arr) - 1) / span if span > 0 else None
 
 
 def mean_lengths(cfg: SimConfig | None, isl: int, osl: int, base: Path | None = None) -> tuple[int, int]:

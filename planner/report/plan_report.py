@@ -164,11 +164,13 @@ def _verdict(meets: bool | None, m: Metrics) -> str:
 
 
 def _figures(m: Metrics) -> str:
-    """Where a row's figures come from, and whether its simulation was over capacity or unsteady."""
+    """Where a row's figures come from, and whether its simulation was over capacity or unsteady: the
+    summary's `steady`, the verdict the SLO check reads (a trace's halves may differ by design; its row
+    said 'not steady' beside 'meets (simulate)')."""
     summary = m.summary or {}
     if summary.get("overloaded"):
         return OVERLOADED
-    return UNSTEADY if summary.get("converged") is False else FIGURES[m.method]
+    return UNSTEADY if summary.get("steady") is False else FIGURES[m.method]
 
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:

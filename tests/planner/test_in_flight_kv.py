@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from planner.inputs.edge import ScenarioError
 from planner.inputs.scenario import Scenario
 from planner.model.defaults import resolve
 from planner.model.estimator import estimate
@@ -104,8 +105,12 @@ def test_a_workload_sets_the_traffic_not_typed_and_a_rows_scenario_replays_it(tm
     assert abs(q.osl - 400) < 15
     assert q.rate == 3
     assert q.concurrency is None
-    typed = build_question({**fields, "isl": 500, "concurrency": 4}, simulation=wl)
-    assert (typed.isl, typed.concurrency, typed.rate) == (500, 4, None)  # what is typed stays
+    typed = build_question({**fields, "isl": 500, "rate": 3}, simulation=wl)
+    assert (typed.isl, typed.concurrency, typed.rate) == (500, None, 3)  # what is typed stays
+    # a typed load the workload's arrivals contradict is an error (trial, fifteenth session: a row priced
+    # 4 users by estimate and simulated 32 clients)
+    with pytest.raises(ScenarioError, match=r"concurrency 4 contradicts the workload's simulation\.arrival"):
+        build_question({**fields, "concurrency": 4}, simulation=wl)
     ans = plan(q, workers=None)
     scn = scenario_of(q, ans.recommendations[0])
     assert scn["workload"]["request_rate"] == 3

@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 
+import numpy as np
 import pytest
 import yaml
 from rich.console import Console
@@ -14,10 +15,12 @@ from typer.testing import CliRunner
 
 import planner.search.verify as verify_mod
 from planner.cli import app
-from planner.inputs.question import Question
-from planner.report.plan_report import print_answer
+from planner.inputs.question import Question, build_question
+from planner.model.metrics import Metrics
+from planner.report.plan_report import _figures, print_answer
 from planner.search.plan import plan
 from roofline.errors import PlannerError
+from simulator.traces import read_trace
 
 
 def test_one_user_with_long_answers_is_planned_and_simulated():
@@ -95,3 +98,28 @@ def test_a_wide_terminal_leaves_nothing_out():
     con = Console(width=320, record=True, file=io.StringIO())
     print_answer(con, a)
     assert "left out" not in con.export_text()
+
+
+def test_a_replayed_trace_prices_its_own_rate_and_rows(shared_dir):
+    """`plan --workload` replaying the Splitwise conversation trace at time_scale 10 (4,000 requests)
+    priced its estimates at the operating point's rate (30 req/s) while the trace runs at 49, so rows
+    that could not carry it read 'meets (estimate)'; its header gave the whole trace's mean lengths
+    (1155/211) instead of the replayed rows' (1183/254)."""
+    trace = shared_dir / "traces" / "splitwise_conv.csv"
+    wl = {"requests": 4000, "trace": {"path": str(trace), "format": "splitwise", "time_scale": 10}}
+    q = build_question({"model": "qwen3-30b-a3b", "hardware": "h100-sxm", "gpus": 2}, simulation=wl)
+    rows = read_trace(trace, "splitwise")
+    arr = np.sort(rows.arrival_s[:4000]) / 10
+    assert q.rate == pytest.approx(3999 / (arr[-1] - arr[0]))
+    assert q.concurrency is None
+    assert (q.isl, q.osl) == (round(rows.isl[:4000].mean()), round(rows.osl[:4000].mean()))
+
+
+def test_a_row_whose_trace_halves_differ_by_design_is_not_labelled_unsteady():
+    """A trace's measured halves may differ (the traffic changes); its summary is `steady` and the row
+    'meets (simulate)', so its figures must not say 'not steady' beside that."""
+    m = Metrics("simulate", "aggregated", 2, 0.0)
+    m.summary = {"converged": False, "steady": True, "overloaded": False}
+    assert _figures(m) == "simulated p90"
+    m.summary = {"converged": False, "steady": False, "overloaded": False}
+    assert _figures(m) == "simulated p90, not steady"
