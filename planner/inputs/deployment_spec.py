@@ -33,6 +33,31 @@ class PoolSpec(InputModel):
     ep: PosInt | Unknown = 1
     pp: PosInt | Unknown = 1
 
+    @model_validator(mode="after")
+    def _fill_left_out(self) -> PoolSpec:
+        """tp, dp_attention and pp left out default to 1 only where that fits `gpus_per_instance`: else
+        the one left out is what the others leave (`gpus_per_instance: 8, dp_attention: 8` gives tp 1,
+        `gpus_per_instance: 8` alone searches tp x dp_attention x pp), as a left-out field is unknown."""
+        g = self.gpus_per_instance
+        axes = ("tp", "dp_attention", "pp")
+        left_out = [f for f in axes if f not in self.model_fields_set]
+        if not isinstance(g, int) or not left_out:
+            return self
+        given = [getattr(self, f) for f in axes if f not in left_out]
+        if not all(isinstance(v, int) for v in given):
+            return self
+        product = 1
+        for v in given:
+            product *= v
+        if product == g:
+            return self
+        if len(left_out) == 1 and g % product == 0:
+            object.__setattr__(self, left_out[0], g // product)
+        elif product < g:
+            for f in left_out:
+                object.__setattr__(self, f, "unknown")
+        return self
+
     @property
     def known(self) -> bool:
         return all(isinstance(getattr(self, f), int) for f in LAYOUT_FIELDS)

@@ -47,9 +47,34 @@ def test_ep_larger_than_the_instance_is_an_error():
 
 
 def test_parallelism_must_multiply_to_the_gpus():
-    bad = _with(deployment={"aggregated": {"gpus_per_instance": 8, "tp": 4}})
+    bad = _with(deployment={"aggregated": {"gpus_per_instance": 8, "tp": 4, "dp_attention": 1, "pp": 1}})
     with pytest.raises(ScenarioError, match=r"must equal gpus_per_instance = 8"):
         resolve(parse_scenario(bad))
+
+
+@pytest.mark.parametrize(
+    ("pool", "fixed"),
+    [
+        ({"gpus_per_instance": 8, "dp_attention": 8}, {"tp": 1, "dp_attention": 8, "pp": 1}),  # the one left out
+        ({"gpus_per_instance": 8, "tp": 4, "pp": 1}, {"tp": 4, "dp_attention": 2, "pp": 1}),
+        ({"gpus_per_instance": 1}, {"tp": 1, "dp_attention": 1, "pp": 1}),
+    ],
+)
+def test_a_layout_field_left_out_is_what_the_others_leave(pool, fixed):
+    """Trial (fifteenth session): `{gpus_per_instance: 8}` said 'tp x dp_attention x pp = 1x1x1 must
+    equal gpus_per_instance = 8', though a field left out is unknown (validation/README)."""
+    spec = parse_scenario(_with(deployment={"aggregated": pool})).deployment.groups("aggregated")[0]
+    assert {k: getattr(spec, k) for k in fixed} == fixed
+
+
+def test_a_layout_left_open_is_searched():
+    from planner.search.unknowns import resolve_any
+
+    res = resolve_any(parse_scenario(_with(deployment={"aggregated": {"gpus_per_instance": 8, "tp": 4}})))
+    par = res.deployment.pools[0].parallel
+    assert par.tp == 4
+    assert par.dp_attention * par.pp == 2
+    assert any(a.startswith("deployment: searched") for a in res.assumed)
 
 
 def test_precision_values_are_checked():
