@@ -148,10 +148,13 @@ def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
     if ready is None:
         return [*out, f"{head}; no recommended row loads a catalog checkpoint"]
     change = ready["output_tok_s_per_gpu"] / first - 1 if first else 0.0
+    verdict = {"meets": "meets the SLO", "misses": "misses the SLO", "unverified": "is unverified"}.get(
+        ready["slo_verdict"], "has no SLO to meet"
+    )
     return [
         *out,
-        f"{head}; #{ready['rank']} is the first that loads one: {ready['output_tok_s_per_gpu']:,.1f} tok/s/GPU "
-        f"({change:+.1%})",
+        f"{head}; #{ready['rank']} is the first that loads one: {ready['output_tok_s_per_gpu']:,.1f} tok/s/GPU, "
+        f"{change:+.1%} against #1's; it {verdict} ({ready['slo_verdict_by']})",
     ]
 
 
