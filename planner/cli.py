@@ -142,7 +142,7 @@ def simulate(
     res = resolve_any(s, scenario.parent)
     cfg = s.simulation or SimConfig()
     cfg = cfg.model_copy(update={k: v for k, v in (("requests", requests), ("seed", seed)) if v is not None})
-    if as_json:
+    if as_json or not err.is_terminal:  # a progress bar only where one is seen (piped, it left a blank line)
         result, summary = run_simulation(res, cfg, scenario.parent)
     else:
         with Progress(

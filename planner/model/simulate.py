@@ -182,8 +182,8 @@ def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any, d: in
         wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, base)
     except ValidationError as exc:  # e.g. a closed loop larger than the simulator takes
         raise PlannerError(format_validation_error(exc, "simulation")) from exc
-    except ValueError as exc:
-        raise PlannerError(f"simulation: {exc}") from exc
+    except ValueError as exc:  # its message names the simulation field where it can
+        raise PlannerError(str(exc) if str(exc).startswith("simulation") else f"simulation: {exc}") from exc
     return simulate(pool_defs(res), wl, cfg, same_domain, progress)
 
 
@@ -311,10 +311,16 @@ def run_simulation(
     summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
     summary["steady"] = not summary["overloaded"] and (ok or _changing(cfg))
     if summary["overloaded"]:
+        done, asked = summary["output_tok_s"], summary["offered_output_tok_s"]
+        short = (
+            f"the deployment completes {done:,.0f} of the {asked:,.0f} output tok/s the traffic asks for; its queue "
+            if done < 0.98 * asked  # else the queue's growth flagged it (simulator.metrics._queue_grows)
+            else f"the wait before prefill grows across the measured window (its {done:,.0f} of {asked:,.0f} output "
+            "tok/s asked are done only by queueing more); the queue "
+        )
         summary["warning"] = (
-            f"over capacity: the deployment completes {summary['output_tok_s']:,.0f} of the "
-            f"{summary['offered_output_tok_s']:,.0f} output tok/s the traffic asks for; its queue grows for as long "
-            "as the run lasts, so these latencies are this run's length's, not a steady state's"
+            f"over capacity: {short}grows for as long as the run lasts, so these latencies are this run's length's, "
+            "not a steady state's"
         )
     elif not ok:
         summary["warning"] = _unsteady(cfg, gap)
@@ -359,13 +365,17 @@ def traffic_summary(res: Resolved, result: SimResult, cfg: SimConfig, d: int = 1
             return f"Poisson arrivals at {res.request_rate:,.4g} req/s, {lengths}", None
         held = min(res.concurrency or 0, d * len(t))  # a run of fewer requests than clients holds them all at once
         return f"closed loop of {held:,.0f} requests in flight, {lengths}", None
+    if cfg.arrival is not None and cfg.arrival.kind == "closed" and cfg.arrival.concurrency:
+        held = min(cfg.arrival.concurrency, d * len(t))
+        return f"closed loop of {held:,} requests in flight (simulation.arrival), {lengths}", None
     span = float(arrived[-1] - arrived[0]) if len(arrived) > 1 else 0.0
     rate = (len(arrived) - 1) / span if span > 0 else float("nan")
     if cfg.trace is not None:
         kind = f"trace replay (time_scale {cfg.trace.time_scale:g})"
     else:
         kind = f"{cfg.arrival.kind} arrivals" if cfg.arrival is not None else "arrivals"
-    desc = f"{kind}: {len(arrived):,} requests at a mean {rate:,.4g} req/s, {lengths}"
+    pace = f"at a mean {rate:,.4g} req/s" if np.isfinite(rate) else "all at one instant"
+    desc = f"{kind}: {len(arrived):,} requests {pace}, {lengths}"
     stated = res.request_rate
     if stated and np.isfinite(rate) and abs(rate - stated) > RATE_MISMATCH * stated:
         return desc, (

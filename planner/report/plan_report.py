@@ -266,9 +266,14 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
         "precision: attention/KV/dense/experts"
     )
-    rows = table_rows(a, recs)[:top]
+    every = table_rows(a, recs)
+    rows = every[:top]
     t, left_out = _fitted(con, f"{title} ({how})", rows)
     con.print(t)
+    if len(every) > len(rows):
+        con.print(
+            Text(f"{len(rows)} of {len(every)} rows shown; --json and --scenarios hold all {len(every)}", style="dim")
+        )
     if left_out:
         con.print(
             Text(

@@ -276,6 +276,8 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
     for key in ("traffic", "slice", "traffic_note", "warning"):
         if m.get(key):
             con.print(f"{key.replace('_', ' ')}: {m[key]}", markup=False)
+    for note in m.get("notes") or []:  # e.g. malformed trace rows skipped
+        con.print(f"note: {note}", markup=False)
     if m.get("assumed"):
         con.print("[dim]assumed:[/dim]")
         for a in m["assumed"]:

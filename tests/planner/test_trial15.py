@@ -123,3 +123,35 @@ def test_a_row_whose_trace_halves_differ_by_design_is_not_labelled_unsteady():
     assert _figures(m) == "simulated p90"
     m.summary = {"converged": False, "steady": False, "overloaded": False}
     assert _figures(m) == "simulated p90, not steady"
+
+
+def test_the_table_says_how_many_rows_it_shows():
+    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+    con = Console(width=320, record=True, file=io.StringIO())
+    print_answer(con, a, top=8)
+    assert f"8 of {len(a.recommendations)} rows shown" in con.export_text()
+
+
+SMALL = {
+    "name": "x",
+    "model": "llama-3.1-8b",
+    "hardware": "h100-sxm",
+    "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1}},
+    "workload": {"isl": 100, "osl": 10, "request_rate": 5},
+}
+
+
+def test_simulate_prints_its_notes_and_names_a_bad_field_once(tmp_path, shared_dir):
+    """Skipped trace rows were said only in --json; `arrival: {kind: trace}` read 'simulation:
+    simulation.arrival ...'."""
+    rows = (shared_dir / "traces" / "splitwise_conv.csv").read_text().splitlines()[:50]
+    (tmp_path / "t.csv").write_text("\n".join([*rows, "bad,row,x"]) + "\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(SMALL | {"simulation": {"trace": {"path": "t.csv", "format": "splitwise"}}}))
+    out = CliRunner().invoke(app, ["simulate", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "note: trace: skipped 1 malformed row(s)" in out.output
+    path.write_text(yaml.safe_dump(SMALL | {"simulation": {"arrival": {"kind": "trace"}}}))
+    out = CliRunner().invoke(app, ["simulate", str(path)])
+    assert out.exit_code == 2
+    assert "error: simulation.arrival: kind `trace` needs simulation.trace" in out.output
