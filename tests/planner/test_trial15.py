@@ -155,3 +155,19 @@ def test_simulate_prints_its_notes_and_names_a_bad_field_once(tmp_path, shared_d
     out = CliRunner().invoke(app, ["simulate", str(path)])
     assert out.exit_code == 2
     assert "error: simulation.arrival: kind `trace` needs simulation.trace" in out.output
+
+
+def test_one_token_answers_are_estimated_at_the_stated_rate(tmp_path):
+    """`planner estimate` of one-token answers at 5 req/s read the saturated point (hundreds in flight,
+    seconds of TTFT) where its simulation reads ~100 ms: with no decode batch to set the load, the rate
+    was ignored. Now the prefill queue holds x (T0 + Wq) requests (`_one_token`)."""
+    scenario = SMALL | {"model": "qwen3-30b-a3b", "workload": {"isl": 2000, "osl": 1, "request_rate": 5}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    est = CliRunner().invoke(app, ["estimate", str(path), "--json"])
+    assert est.exit_code == 0, est.output
+    e = json.loads(est.output)
+    assert e["input_tok_s_per_gpu"] == pytest.approx(5 * 2000, rel=1e-3)
+    sim = CliRunner().invoke(app, ["simulate", str(path), "--json"])
+    s = json.loads(sim.output)
+    assert e["ttft_ms"] == pytest.approx(s["ttft_ms"]["mean"], rel=0.25)
