@@ -110,6 +110,12 @@ def runtime_options(
         values[key] = value
         if _worth_noting(key, value, wide):
             say.append(f"runtime.{key}: {value} ({engine} default: {source})")
+    if p.request_overhead_ms.value and role != "decode":  # the pool a request enters: its serving path
+        say.append(
+            f"runtime.request_overhead_ms: {p.request_overhead_ms.value:g} ({engine} default: the HTTP serving path "
+            f"per request, fitted on train anchors, planner/engines/{engine}.yaml; simulate counts it in queue_ms; "
+            "in-process runs, offline benchmarks and in-process harnesses, have none)"
+        )
     offload = stated.pop("offload", None)
     if offload is None:  # host offload with prefetch: prefill pools of engines that implement it
         offload = None if p.host_offload.value and role == "prefill" else False
