@@ -25,14 +25,8 @@ says `converged: false` with a warning. A run over capacity (`overloaded`: it co
 tokens than its arrivals ask for) is not repeated, and its warning says so. `steady` says whether the
 figures are a steady state's (or, for traffic that changes by design, that traffic's): neither an overloaded
 run nor one whose halves still disagree can verify an SLO (planner.search.verify).
-A deployment of many identical instances is simulated as a slice of them (`slice_divisor`): its pools'
-instance counts and its traffic divided by one common divisor, each pool keeping at least
-`SLICE_MIN_INSTANCES`; a least-loaded router spreads the load evenly over identical instances, so each
-instance sees the same traffic and per-GPU figures and latencies are the slice's (72 Llama-3.1-8B
-instances at 600 req/s against 8 of them at 66.7: p90 TTFT 94.0 vs 95.6 ms, TPOT 4.61 vs 4.57 ms,
-8,429 vs 8,387 tok/s/GPU; 10.2 vs 1.0 s). Totals (tok/s, GPUs) are scaled back to the whole deployment,
-and `slice` says what ran. A trace, a stated arrival process or request count, or a closed loop whose
-concurrency the divisor does not divide runs whole.
+A deployment of many identical instances is simulated as a slice of them (`planner.model.sim_slice`),
+its totals scaled back and `slice` saying what ran; the run's step budget follows what its requests need.
 It does not choose traffic: the scenario or question states it; the summary's `traffic` says what ran
 (a trace or arrival process replays its own rate, which the steady-state estimate, priced at
 `workload.request_rate`, does not: `traffic_note` says so when they differ by more than `RATE_MISMATCH`).
@@ -41,7 +35,6 @@ It does not choose traffic: the scenario or question states it; the summary's `t
 from __future__ import annotations
 
 from dataclasses import replace
-from math import ceil, gcd
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +46,10 @@ from planner.model.aggregated import cohort_batches
 from planner.model.defaults import Resolved
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics, phase_models
+from planner.model.sim_slice import slice_divisor, slice_text, sliced, step_budget, whole
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
-from simulator.config import MAX_STEPS as SIM_MAX_STEPS
 from simulator.config import window_share
 from simulator.metrics import latencies, measured_mask
 
@@ -65,8 +58,6 @@ MAX_REQUESTS = 64_000
 MAX_DOUBLINGS = 3
 ROUNDS = 3  # measured rounds: each client (or each request slot) completes about this many requests
 MIN_REQUESTS = 600  # first run's request count at least, before any doubling
-STEP_CEILING = 100_000_000  # SimConfig.max_steps' own limit
-SLICE_MIN_INSTANCES = 8  # instances each pool keeps in a simulated slice (the router's choice among them)
 # one round of arrivals before the measured ones (open-loop traffic fills the batch over one E2E) and
 # one after them (the load stays on until the last measured request has finished)
 WARMUP_FRACTION = COOLDOWN_FRACTION = 1 / (ROUNDS + 2)
@@ -130,54 +121,9 @@ def _converged(result: SimResult) -> tuple[bool, float]:
     return gap <= CONVERGENCE, gap
 
 
-def slice_divisor(res: Resolved, cfg: SimConfig, fixed: bool) -> int:
-    """The largest common divisor of the pools' instance counts (and of a closed loop's concurrency)
-    that leaves each pool at least `SLICE_MIN_INSTANCES` instances; 1 (the whole deployment) for a
-    trace, a stated arrival process or a fixed request count."""
-    if fixed or cfg.trace is not None or cfg.arrival is not None:
-        return 1
-    counts = [p.instances for p in res.deployment.pools]
-    common = gcd(*counts)
-    if res.request_rate is None:
-        held = res.concurrency or 0.0
-        if held != int(held):
-            return 1
-        common = gcd(common, int(held))
-    most = min(counts) // SLICE_MIN_INSTANCES
-    return max((d for d in range(1, min(common, most) + 1) if common % d == 0), default=1)
-
-
-def _slice(res: Resolved, d: int) -> Resolved:
-    """The deployment's 1/d: every pool's instances and the traffic divided by d."""
-    if d == 1:
-        return res
-    dep = res.deployment
-    pools = tuple(replace(p, instances=p.instances // d) for p in dep.pools)
-    return replace(
-        res,
-        deployment=type(dep)(dep.engine, pools),
-        concurrency=None if res.concurrency is None else res.concurrency / d,
-        request_rate=None if res.request_rate is None else res.request_rate / d,
-    )
-
-
-def _slice_text(res: Resolved, d: int) -> str:
-    run = _slice(res, d)
-    whole = res.deployment.pools
-    pools = " + ".join(
-        f"{p.instances} of {q.instances} {p.role}" for p, q in zip(run.deployment.pools, whole, strict=True)
-    )
-    rate, held = run.request_rate, run.concurrency
-    load = f"{rate:,.4g} req/s" if rate is not None else f"{held:,.0f} requests in flight"
-    return (
-        f"simulated as 1/{d} of the deployment ({pools} instances at {load}): identical instances behind a "
-        "least-loaded router each see the same load; totals scaled back"
-    )
-
-
 def _once(res: Resolved, cfg: SimConfig, base: Path | None, progress: Any, d: int = 1) -> SimResult:
     same_domain = res.deployment.same_domain  # the whole deployment's fabric, not the slice's
-    res = _slice(res, d)
+    res = sliced(res, d)
     try:
         wl = build_workload(cfg, res.isl, res.osl, res.concurrency, res.request_rate, base)
     except ValidationError as exc:  # e.g. a closed loop larger than the simulator takes
@@ -232,7 +178,7 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
         n = int(min(max((ROUNDS + 2) * held, least), SIM_MAX_REQUESTS))
         update["requests"] = n
         if "max_steps" not in stated:
-            update["max_steps"] = _step_budget(_slice(res, d), n, held)
+            update["max_steps"] = step_budget(sliced(res, d), n, held)
         if res.request_rate is not None and cfg.arrival is None and "warm_start" not in stated:
             # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`)
             update["warm_start"] = int(min(round(held), n))
@@ -252,16 +198,6 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
             ramp = 0.0
         update["closed_loop_ramp_s"] = ramp if np.isfinite(ramp) else 0.0
     return res, cfg.model_copy(update=update), fixed, d
-
-
-def _step_budget(run: Resolved, n: int, held: float) -> int:
-    """Twice the forward steps `n` requests take when each decode instance runs its share of the `held`
-    in flight (at least one) and each prompt fills its own chunks: one user's 8,000-token answers, 600 of
-    them, take 4.8 million steps (3.7 s in decode runs), past the simulator's default `max_steps`."""
-    decoding = sum(p.instances for p in run.deployment.pools if p.role != "prefill")
-    chunk = min(d.budget_tokens for d in pool_defs(run))
-    per_request = run.osl / max(1.0, held / max(decoding, 1)) + ceil(run.isl / max(chunk, 1))
-    return int(min(max(SIM_MAX_STEPS, 2 * n * per_request), STEP_CEILING))
 
 
 def standard_config(res: Resolved, given: SimConfig | None = None) -> SimConfig:
@@ -285,7 +221,7 @@ def run_simulation(
     slo = res.slo.model_dump() if res.slo else None
     result = _once(res, cfg, base, progress, d)
     ok, gap = _converged(result)
-    stats = _whole(summarize(result, slo), d)
+    stats = whole(summarize(result, slo), d)
     doublings = 0
     # an overloaded run does not settle with more requests: its queue only grows longer
     while not ok and not pinned and doublings < MAX_DOUBLINGS and cfg.requests * 2 <= MAX_REQUESTS:
@@ -294,7 +230,7 @@ def run_simulation(
         cfg = cfg.model_copy(update={"requests": cfg.requests * 2})
         result = _once(res, cfg, base, progress, d)
         ok, gap = _converged(result)
-        stats = _whole(summarize(result, slo), d)
+        stats = whole(summarize(result, slo), d)
         doublings += 1
     summary = {"method": "simulate", **stats}  # as estimate_dict's "method": "estimate"
     for name in ("ttft", "tpot", "e2e"):  # what the phase has no latency for, as the estimate says: none
@@ -305,7 +241,7 @@ def run_simulation(
     summary["halves_gap"] = round(gap, 4)
     summary["traffic"], note = traffic_summary(res, result, cfg, d)
     if d > 1:
-        summary["slice"] = _slice_text(res, d)
+        summary["slice"] = slice_text(res, d)
     if note:
         summary["traffic_note"] = note
     summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
@@ -325,15 +261,6 @@ def run_simulation(
     elif not ok:
         summary["warning"] = _unsteady(cfg, gap)
     return result, summary
-
-
-def _whole(stats: dict[str, Any], d: int) -> dict[str, Any]:
-    """A slice's summary as the whole deployment's: totals x d (per-GPU figures and latencies hold)."""
-    if d > 1:
-        for key in ("input_tok_s", "output_tok_s", "offered_output_tok_s"):
-            stats[key] = round(stats[key] * d, 3)
-        stats["gpus"] *= d
-    return stats
 
 
 def _changing(cfg: SimConfig) -> bool:

@@ -11,7 +11,6 @@ from typing import Any
 import plotly.graph_objects as go
 import yaml
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -20,6 +19,7 @@ from planner.launch import UNAVAILABLE, launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
+from planner.report.table_fit import fitted
 from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
 from planner.search.verify import as_resolved
 
@@ -268,7 +268,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     )
     every = table_rows(a, recs)
     rows = every[:top]
-    t, left_out = _fitted(con, f"{title} ({how})", rows)
+    t, left_out = fitted(con, f"{title} ({how})", rows)
     con.print(t)
     if len(every) > len(rows):
         con.print(
@@ -303,49 +303,6 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
             con.print(Text(f"{engine} launch for #1:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
         con.print(Text(load_note(q, best), style="dim"))
-
-
-# the columns a narrow terminal drops first (the rest, rank, deployment, GPUs and the figures against the
-# SLO, always show): rich otherwise shrinks every column, down to an empty deployment column at 80-160
-UNBOUNDED = 100_000  # a measuring width past any table's (rich clamps a measurement to the one given)
-DROP_ORDER = ("needs", "bottleneck", "$/Mtok", "precision", "headroom", "MTP", "batch", "figures", "tok/s/user")
-
-
-def _table(title: str, rows: list[dict[str, Any]], cols: list[str]) -> Table:
-    t = Table(title=title)
-    cells = [
-        {k: "-" if v is None else f"{v:,}" if isinstance(v, int | float) else str(v) for k, v in row.items()}
-        for row in rows
-    ]
-    for col in cols:
-        left = col in ("deployment", "precision", "figures", "headroom", "bottleneck", "SLO", "needs")
-        wraps = col in ("deployment", "needs")
-        t.add_column(
-            col,
-            justify="left" if left else "right",
-            no_wrap=not wraps,
-            # a wrapping column never to a letter per line; the others never cut short
-            min_width=18 if wraps else max(len(col), *(len(c[col]) for c in cells)),
-        )
-    for c in cells:
-        t.add_row(*(Text(c[col]) for col in cols))
-    return t
-
-
-def _fitted(con: Console, title: str, rows: list[dict[str, Any]]) -> tuple[Table, list[str]]:
-    """The recommendations table with the columns `con`'s width holds (dropped in `DROP_ORDER`), and
-    those it left out."""
-    cols = list(rows[0]) if rows else []
-    left_out: list[str] = []
-    t = _table(title, rows, cols)
-    for col in DROP_ORDER:
-        if Measurement.get(con, con.options.update(max_width=UNBOUNDED), t).minimum <= con.width:
-            break
-        if col in cols:
-            cols.remove(col)
-            left_out.append(col)
-            t = _table(title, rows, cols)
-    return t, left_out
 
 
 def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:

@@ -1,5 +1,5 @@
 """The standard simulation of many identical instances runs a slice of them, and Poisson traffic starts
-warm (planner.model.simulate: `slice_divisor`, `SimConfig.warm_start`).
+warm (planner.model.sim_slice: `slice_divisor`; `SimConfig.warm_start`).
 
 New-user trial (fifteenth session): `planner plan --model llama-3.1-8b --hardware gb300-nvl72 --gpus 72`
 took 67 s and verified nothing: its three simulated rows (72 instances, 27 + 45, 26 + 23) were all 'not
@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.inputs.scenario import load_scenario
 from planner.model.defaults import resolve
-from planner.model.simulate import run_simulation, slice_divisor
+from planner.model.sim_slice import slice_divisor
+from planner.model.simulate import run_simulation
 from simulator import SimConfig
 from simulator.metrics import measured_mask
 
