@@ -171,3 +171,28 @@ def test_one_token_answers_are_estimated_at_the_stated_rate(tmp_path):
     sim = CliRunner().invoke(app, ["simulate", str(path), "--json"])
     s = json.loads(sim.output)
     assert e["ttft_ms"] == pytest.approx(s["ttft_ms"]["mean"], rel=0.25)
+
+
+def test_a_disaggregated_estimate_prices_the_prefill_steps_prompts_ride(tmp_path):
+    """Trial: plan rows showed estimated TTFT far below simulated (the default plan's #1: 216 ms by
+    estimate, 507 simulated): the estimate priced one prompt's prefill step and no wait, while at 70
+    prompts/s per DP8 prefill instance steps carry ~17 prompts back to back. Now both read ~500 ms."""
+    scenario = {
+        "name": "default #1",
+        "model": "deepseek-v3",
+        "hardware": "gb200-nvl72",
+        "engine": "sglang",
+        "deployment": {
+            "prefill": {"instances": 5, "gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8, "pp": 1},
+            "decode": {"instances": 4, "gpus_per_instance": 8, "tp": 1, "dp_attention": 8, "ep": 8, "pp": 1},
+        },
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "dense": "fp8", "moe": "nvfp4"},
+        "workload": {"isl": 2000, "osl": 1000, "request_rate": 351.34},
+        "runtime": {"mem_fraction": 0.85},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    est = json.loads(CliRunner().invoke(app, ["estimate", str(path), "--json"]).output)
+    sim = json.loads(CliRunner().invoke(app, ["simulate", str(path), "--json"]).output)
+    assert est["ttft_ms"] == pytest.approx(sim["ttft_ms"]["mean"], rel=0.15)
+    assert est["tpot_ms"] == pytest.approx(sim["tpot_ms"]["mean"], rel=0.05)
