@@ -31,6 +31,7 @@ class Lever:
     tpot_ms: float | None
     gain: float | None  # relative change of output tok/s per GPU
     note: str = ""
+    tpot_at_rate_ms: float | None = None  # a stated request rate: the TPOT the change gives at that rate
 
 
 @dataclass(slots=True)
@@ -41,6 +42,9 @@ class Explanation:
     bottleneck: str
     speed_of_light_s: float
     levers: list[Lever] = field(default_factory=list)
+    # a stated request rate: the rate, and the requests in flight it holds, at which levers are priced
+    rate: float | None = None
+    held: float | None = None
     fallbacks: list[str] = field(default_factory=list)  # CUDA-core kernels in use
 
 
@@ -134,15 +138,24 @@ def explain(res: Resolved) -> Explanation:
     base_tput = base.output_tok_s_per_gpu or base.input_tok_s_per_gpu
     # at a stated request rate every change serves the same rate (a +0% gain for a 35% faster TPOT):
     # price each change at the base's concurrency instead (Little's law), as the table says
+    # (the capacity the change adds at that load); at the rate itself the throughput is the rate's and TPOT
+    # is what changes, so that is priced too (trial: '+20%' read as more throughput at a fixed 4 req/s)
     conc = base.concurrency if res.request_rate is not None and res.phase == "end-to-end" else None
+    if conc is not None:
+        exp.rate, exp.held = res.request_rate, conc
     for name, (change, note) in candidate_levers(res, main).items():
         try:
-            e = estimate(_with(res, change), conc)
+            changed = _with(res, change)
+            e = estimate(changed, conc)
+            at_rate = estimate(changed) if conc is not None else None
         except PlannerError as exc:
             exp.levers.append(Lever(name, None, None, None, f"not possible: {exc}"))
             continue
         tput = e.output_tok_s_per_gpu or e.input_tok_s_per_gpu
         gain = tput / base_tput - 1 if base_tput else None
-        exp.levers.append(Lever(name, tput, e.tpot_s * 1e3 if e.tpot_s else None, gain, note))
+        lever = Lever(name, tput, e.tpot_s * 1e3 if e.tpot_s else None, gain, note)
+        if at_rate is not None and at_rate.tpot_s and not at_rate.saturated:
+            lever.tpot_at_rate_ms = at_rate.tpot_s * 1e3
+        exp.levers.append(lever)
     exp.levers.sort(key=lambda lv: -(lv.gain if lv.gain is not None else -1e9))
     return exp

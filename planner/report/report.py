@@ -147,17 +147,27 @@ def print_explanation(con: Console, x: Explanation) -> None:
     )
     if x.fallbacks:
         con.print(f"[yellow]CUDA-core fallback kernels in use: {', '.join(x.fallbacks)}[/yellow]")
-    lt = Table(title="what one change buys (same concurrency)")
-    for col in ("change", "out tok/s/GPU", "TPOT ms", "gain", "note"):
-        lt.add_column(col, justify="right" if col in ("out tok/s/GPU", "TPOT ms", "gain") else "left")
+    if x.rate is not None and x.held is not None:
+        title = (
+            f"what one change buys at the {x.held:,.0f} requests in flight {x.rate:,.4g} req/s holds (the capacity it "
+            f"adds), and its TPOT at {x.rate:,.4g} req/s (whose throughput the rate fixes)"
+        )
+        cols: tuple[str, ...] = ("change", "out tok/s/GPU", "TPOT ms", "gain", "TPOT ms at the rate", "note")
+    else:
+        title, cols = "what one change buys (same concurrency)", ("change", "out tok/s/GPU", "TPOT ms", "gain", "note")
+    lt = Table(title=title)
+    for col in cols:
+        lt.add_column(col, justify="left" if col in ("change", "note") else "right")
     for lv in x.levers:
-        lt.add_row(
+        cells = [
             lv.name,
             "-" if lv.output_tok_s_per_gpu is None else f"{lv.output_tok_s_per_gpu:,.1f}",
             "-" if lv.tpot_ms is None else f"{lv.tpot_ms:,.2f}",
             "-" if lv.gain is None else f"{lv.gain:+.0%}",
-            lv.note,
-        )
+        ]
+        if len(cols) == 6:
+            cells.append("-" if lv.tpot_at_rate_ms is None else f"{lv.tpot_at_rate_ms:,.2f}")
+        lt.add_row(*cells, lv.note)
     if x.levers:
         con.print(lt)
     else:
@@ -183,10 +193,12 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
                 "output_tok_s_per_gpu": lv.output_tok_s_per_gpu,
                 "tpot_ms": lv.tpot_ms,
                 "gain": lv.gain,
+                "tpot_ms_at_rate": lv.tpot_at_rate_ms,
                 "note": lv.note,
             }
             for lv in x.levers
         ],
+        "levers_priced_at": {"request_rate": x.rate, "in_flight": x.held} if x.rate is not None else "same concurrency",
     }
 
 

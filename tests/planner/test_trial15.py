@@ -196,3 +196,26 @@ def test_a_disaggregated_estimate_prices_the_prefill_steps_prompts_ride(tmp_path
     sim = json.loads(CliRunner().invoke(app, ["simulate", str(path), "--json"]).output)
     assert est["ttft_ms"] == pytest.approx(sim["ttft_ms"]["mean"], rel=0.15)
     assert est["tpot_ms"] == pytest.approx(sim["tpot_ms"]["mean"], rel=0.05)
+
+
+def test_explain_at_a_stated_rate_says_what_a_change_does_at_that_rate(tmp_path):
+    """Trial: explain of a row at 4 req/s showed '+20%' out tok/s/GPU for a change, though the rate fixes
+    the throughput. The levers keep their capacity reading at the requests in flight the rate holds, and
+    say the TPOT each gives at the rate itself."""
+    scenario = {
+        "name": "q235 at 4 req/s",
+        "model": "qwen3-235b-a22b",
+        "hardware": "h200-sxm",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "workload": {"isl": 2000, "osl": 1000, "request_rate": 4},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    out = CliRunner().invoke(app, ["explain", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    x = json.loads(out.output)
+    assert x["levers_priced_at"]["request_rate"] == 4
+    fp8 = next(lv for lv in x["levers"] if lv["change"].startswith("fp8 attention"))
+    assert fp8["tpot_ms_at_rate"] < x["estimate"]["tpot_ms"]
+    text = CliRunner().invoke(app, ["explain", str(path)]).output
+    assert "TPOT ms at the rate" in text
