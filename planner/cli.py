@@ -319,7 +319,7 @@ def compare(
     get_model(model)
     with err.status("comparing..."):
         fronts = run_compare(model, isl, osl, engine, hws)
-    data = compare_dict(fronts, prices)
+    data = {"question": {"model": model, "isl": isl, "osl": osl, "engine": engine}, **compare_dict(fronts, prices)}
     if as_json:
         print(json_text(data))
     else:

@@ -250,6 +250,8 @@ def _predict_default(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
         return metric_value(a.metric, point.metrics), "estimate", [*notes, "throughput: the highest meeting the slo"]
     goal = {"throughput": "output_tok_s_per_gpu", "latency": "tpot_ms", None: a.metric}[a.deployment_chosen_for]
     res = resolve_any(a, base_dir, goal)
+    if a.metric == "decode_time_share_moe" and not res.model.moe_layers:  # it read 0 (-100%; trial)
+        raise ScenarioError(f"metric: decode_time_share_moe needs MoE layers; {res.model.id} has none")
     if a.metric == "max_users_at_slo" or slo_bound:
         if a.slo is None:
             raise ScenarioError(f"anchor {a.id}: metric max_users_at_slo needs an slo")

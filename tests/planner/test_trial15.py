@@ -219,3 +219,25 @@ def test_explain_at_a_stated_rate_says_what_a_change_does_at_that_rate(tmp_path)
     assert fp8["tpot_ms_at_rate"] < x["estimate"]["tpot_ms"]
     text = CliRunner().invoke(app, ["explain", str(path)]).output
     assert "TPOT ms at the rate" in text
+
+
+def test_a_moe_share_of_a_dense_model_is_one_error_line(tmp_path):
+    """A Llama anchor with `decode_time_share_moe` was predicted 0 (-100%) instead of saying the model has
+    no MoE layers."""
+    anchor = {
+        "id": "llama-moe-share",
+        "model": "llama-3.1-8b",
+        "hardware": "h100-sxm",
+        "engine": "sglang",
+        "phase": "decode",
+        "deployment": {"decode": {"instances": 1, "gpus_per_instance": 1, "tp": 1}},
+        "workload": {"isl": 1000, "osl": 100, "concurrency": 8},
+        "metric": "decode_time_share_moe",
+        "value": 0.3,
+        "tolerance": 0.2,
+    }
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "anchors": [anchor]}))
+    out = CliRunner().invoke(app, ["validate", str(path)], terminal_width=200)
+    assert out.exit_code == 2
+    assert "decode_time_share_moe needs MoE layers; llama-3.1-8b has none" in out.output
