@@ -10,6 +10,9 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+from scipy.special import pdtr
+
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
 from planner.model.queueing import md1_wait
@@ -19,6 +22,7 @@ from roofline.memory import kv_needed_tokens
 from roofline.step import StepCost
 
 ITERATIONS = 60
+WAIT_TOLERANCE = 1e-4  # relative change of the mean prefill step at which `_prefill_wait` stops
 
 
 def handoff(dec: Pool, transfer: float, step: float) -> float:
@@ -66,38 +70,63 @@ def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, Step
     waits out its rest, E[T^2] / 2 E[T]. Was: one prompt's step and no wait, so the default plan's 5x DP8
     prefill instances at 70 prompts/s each read 216 ms TTFT by estimate where simulation reads 507: its steps
     carry ~17 prompts (35,000 tokens) and take 193 ms (median) to 246 (mean), back to back."""
-    mean, rides, second = _step_moments(pre, isl, 0.0, most)
-    lam = 0.0
+    times: dict[int, float] = {}  # the step of r prompts on the busiest rank, looked up once per call
+
+    def step_s(r: int) -> float:
+        if r not in times:
+            times[r] = prefill_step(pre, isl, min(r * pre.parallel.dp_attention, most))[0].time_s
+        return times[r]
+
+    dp = pre.parallel.dp_attention
+    guess = step_s(1)
+    mean, rides, second = _step_moments(step_s, dp, x * guess, most)
+    prev: tuple[float, float] | None = None  # secant steps on E[T](x m) - m (a plain iteration took ~8)
     for _ in range(ITERATIONS):
-        lam = x * mean
-        nxt = _step_moments(pre, isl, lam, most)
-        if abs(nxt[0] - mean) <= 1e-9 * mean:
+        gap = mean - guess
+        if abs(gap) <= WAIT_TOLERANCE * mean:
             break
-        mean, rides, second = nxt
+        nxt = mean
+        if prev is not None and gap != prev[1]:
+            secant = guess - gap * (guess - prev[0]) / (gap - prev[1])
+            nxt = secant if secant > 0 else mean
+        prev, guess = (guess, gap), nxt
+        mean, rides, second = _step_moments(step_s, dp, x * guess, most)
+    lam = x * guess
     busy = -math.expm1(-lam) if lam > 1e-9 else 0.0
     step, _ = prefill_step(pre, isl, 1)
     return busy * second / (2 * mean), replace(step, time_s=rides)
 
 
-def _step_moments(pre: Pool, isl: int, lam: float, most: int) -> tuple[float, float, float]:
+def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int) -> tuple[float, float, float]:
     """(E[T], the size-biased E[T] a prompt rides, E[T^2]) of a prefill step holding k ~ Poisson(lam)
-    prompts given k >= 1, at most `most` (a step takes `most`, the rest wait for the next)."""
+    prompts given k >= 1, at most `most` (a step takes `most`, the rest wait for the next). T depends on k
+    only through the busiest rank's r = ceil(k / dp) prompts (`step_s(r)`), so the counts are summed per r
+    (Poisson CDF: P(a <= k <= b), and sum k p_k = lam P(a - 1 <= k <= b - 1)) over the r within 8 sd of lam."""
     if lam <= 1e-9:
-        t = prefill_step(pre, isl, 1)[0].time_s
+        t = step_s(1)
         return t, t, t * t
     spread = 8 * math.sqrt(lam) + 10
-    lo, hi = max(1, int(lam - spread)), max(1, min(int(lam + spread), most))
-    w = m1 = m2 = mk = mkt = 0.0
-    for k in range(lo, hi + 1):
-        p = math.exp(k * math.log(lam) - lam - math.lgamma(k + 1))
-        if k == hi and hi == most:  # every larger count rides a full step
-            p = max(0.0, 1.0 - math.exp(-lam) - w)
-        t = prefill_step(pre, isl, k)[0].time_s
-        w, m1, m2, mk, mkt = w + p, m1 + p * t, m2 + p * t * t, mk + p * k, mkt + p * k * t
+    top = max(1, math.ceil(most / dp))
+    r_lo = min(top, max(1, math.ceil((lam - spread) / dp)))
+    r_hi = min(top, max(r_lo, math.ceil((lam + spread) / dp)))
+    r = np.arange(r_lo, r_hi + 1)
+    # k in [lo, hi] rides r's step; the tails ride the window's end steps (r_lo from k = 1, r_hi to infinity)
+    lo = np.where(r == r_lo, 1, (r - 1) * dp + 1)
+    hi = r * dp
+
+    def cdf(k: np.ndarray) -> np.ndarray:
+        return np.asarray(np.where(k >= 0, pdtr(np.maximum(k, 0), lam), 0.0), dtype=float)
+
+    upper, upper_k = cdf(hi), cdf(hi - 1)
+    upper[-1] = upper_k[-1] = 1.0
+    p = upper - cdf(lo - 1)
+    k = lam * (upper_k - cdf(lo - 2))
+    times = np.array([step_s(int(v)) for v in r])
+    w, mk = float(p.sum()), float(k.sum())
     if w <= 0 or mk <= 0:
-        t = prefill_step(pre, isl, hi)[0].time_s
-        return t, t, t * t
-    return m1 / w, mkt / mk, m2 / w
+        last = step_s(r_hi)
+        return last, last, last * last
+    return float(p @ times) / w, float(k @ times) / mk, float(p @ (times * times)) / w
 
 
 def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
