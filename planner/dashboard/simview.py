@@ -37,6 +37,8 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
         else "saturated: a closed loop holding the decode pool full"
     )
     out: dict[str, Any] = {"time_s": [], "requests": summary["requests"], "source": source}
+    if summary.get("slice"):
+        out["source"] = f"{source}; {summary['slice']}"
     if not len(steps):
         return out
     end = float(np.nanmax(t.finish))
@@ -56,6 +58,9 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
     with np.errstate(invalid="ignore", divide="ignore"):
         ttft_all = (t.first_token - t.arrival) * 1e3
         tpot_all = (t.finish - t.first_token) / np.maximum(t.osl - 1, 1) * 1e3
+    warm = result.extra.get("warm_start", 0)  # a warm start's requests were in flight before 0 s: not shown
+    ttft_all[:warm] = tpot_all[:warm] = np.nan
+    whole = summary.get("slice_divisor", 1)  # a slice's steps: the deployment's output is d times theirs
 
     def mean_by_finish(v: np.ndarray) -> list[float | None]:
         ok = np.isfinite(v)
@@ -66,7 +71,7 @@ def timeseries(scn: dict[str, Any], simulation: dict[str, Any] | None = None) ->
         queue=per_bin(6, "max"),
         batch=per_bin(2, "max"),
         kv_fraction=per_bin(5, "max"),
-        output_tok_s=[v / width for v in per_bin(3, "sum")],
+        output_tok_s=[whole * v / width for v in per_bin(3, "sum")],
         ttft_ms=mean_by_finish(ttft_all),
         tpot_ms=mean_by_finish(tpot_all),
         converged=summary.get("converged"),

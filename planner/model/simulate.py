@@ -240,6 +240,7 @@ def run_simulation(
     summary["converged"] = ok
     summary["halves_gap"] = round(gap, 4)
     summary["traffic"], note = traffic_summary(res, result, cfg, d)
+    summary["slice_divisor"] = d  # the run's totals are the deployment's / d (`slice`)
     if d > 1:
         summary["slice"] = slice_text(res, d)
     if note:

@@ -126,3 +126,20 @@ def test_a_warm_start_is_in_flight_at_zero_never_measured_and_conserved(tmp_path
     assert (t.isl[:60] >= 1000).all()
     done = ~np.isnan(t.finish)
     assert int(done.sum()) + summary["requests_dropped"] == len(t)
+
+
+def test_the_dashboards_time_series_shows_the_whole_deployments_output():
+    """The time series is drawn from a slice's steps: its output tok/s is scaled back to the deployment's
+    and its source says what ran; a warm start's requests (in flight before 0 s) are not in its latencies."""
+    from planner.dashboard.simview import timeseries
+
+    scn = ROW2 | {
+        "hardware": "h100-sxm",
+        "deployment": {"aggregated": {"instances": 16, "gpus_per_instance": 1, "tp": 1}},
+        "workload": {"isl": 2000, "osl": 200, "request_rate": 40.0},
+    }
+    ts = timeseries(scn)
+    assert "simulated as 1/2 of the deployment" in ts["source"]
+    n = len(ts["output_tok_s"])
+    middle = ts["output_tok_s"][n // 10 : 8 * n // 10]  # the run's bins but the drain (~0.4 s each, noisy)
+    assert float(np.mean(middle)) == pytest.approx(40.0 * 200, rel=0.1)
