@@ -138,6 +138,11 @@ def parse_prices(text: str | None) -> dict[str, float]:
     return prices
 
 
+def _figure(v: float) -> str:
+    """Whole numbers from 100 up, three significant digits below (short answers: 2-7 tok/s/GPU read as ties)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
 def print_compare(con: Console, data: dict[str, Any]) -> None:
     for f in data["hardware"]:
         if f["reason"]:
@@ -150,7 +155,7 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
             cost = p["usd_per_million_output_tokens"]
             t.add_row(
                 "-" if not p["output_tok_s_per_user"] else f"{p['output_tok_s_per_user']:,.1f}",
-                f"{p['output_tok_s_per_gpu']:,.0f}",
+                _figure(p["output_tok_s_per_gpu"]),
                 "-" if cost is None else f"{cost:,.3f}",
                 p["deployment"],
             )
