@@ -115,9 +115,10 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
-    # the step most steps are: with prompts in under half of them (light load), a plain decode step, which
-    # sets TPOT there (explain analysed a 27 ms mixed step beside a 2.3 ms TPOT at concurrency 1; trial)
-    m.decode_step = step if p >= 0.5 else decode_step(pool, b, kv_len)
+    # the step that takes most of the time: where steps with a prompt take under half of it, the plain
+    # decode step, which sets TPOT there (explain analysed a 27 ms mixed step beside a 2.3 ms TPOT at
+    # concurrency 1 and 1,000-token answers; trial)
+    m.decode_step = step if p * step.time_s >= (1 - p) * t_d else decode_step(pool, b, kv_len)
     m.prefill_step = prefill_step(pool, isl, 1)[0]
     m.memory = {"aggregated": memory(pool)}
     return m
