@@ -76,11 +76,17 @@ def test_an_exported_scenario_of_a_config_json_model_reruns(tmp_path, shared_dir
     assert rerun.exit_code == 0, rerun.output
 
 
+@pytest.fixture(scope="module")
+def default_estimates():
+    """The default question's answer, scored only (one scoring shared by the table tests)."""
+    return plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+
+
 @pytest.mark.parametrize("width", [100, 120, 160])
-def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it_left_out(width):
+def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it_left_out(width, default_estimates):
     """At 80-160 columns rich shrank every column of the 16-column table, the rank and deployment
     columns to nothing; columns now drop whole, least important first, and a line names them."""
-    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+    a = default_estimates
     con = Console(width=width, record=True, file=io.StringIO())
     print_answer(con, a)
     text = con.export_text()
@@ -93,8 +99,8 @@ def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it
     assert f"left out at this terminal's width ({width} columns): needs, bottleneck" in text.replace("\n", " ")
 
 
-def test_a_wide_terminal_leaves_nothing_out():
-    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+def test_a_wide_terminal_leaves_nothing_out(default_estimates):
+    a = default_estimates
     con = Console(width=320, record=True, file=io.StringIO())
     print_answer(con, a)
     assert "left out" not in con.export_text()
@@ -125,8 +131,8 @@ def test_a_row_whose_trace_halves_differ_by_design_is_not_labelled_unsteady():
     assert _figures(m) == "simulated p90, not steady"
 
 
-def test_the_table_says_how_many_rows_it_shows():
-    a = plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+def test_the_table_says_how_many_rows_it_shows(default_estimates):
+    a = default_estimates
     con = Console(width=320, record=True, file=io.StringIO())
     print_answer(con, a, top=8)
     assert f"8 of {len(a.recommendations)} rows shown" in con.export_text()
