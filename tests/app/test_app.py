@@ -12,13 +12,13 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def _run(**numbers: float) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    for label, value in numbers.items():
-        next(w for w in at.number_input if w.label == label).set_value(value)
-    if numbers:
-        at.run()
-    return at
+def _run(**settings: float) -> AppTest:
+    """The page opened from a link with these settings (`tpot`, `ttft`: planner.dashboard.urlstate): one plan,
+    not the default's and then the changed one's."""
+    at = AppTest.from_file(APP, default_timeout=180)
+    for key, value in settings.items():
+        at.query_params[key] = str(value)
+    return at.run()
 
 
 def test_default_page_renders_recommendations_and_the_pareto_front():
@@ -32,7 +32,7 @@ def test_default_page_renders_recommendations_and_the_pareto_front():
 
 def test_changing_the_slo_changes_the_answer():
     loose = _run()
-    tight = _run(**{"TPOT ms": 20.0})
+    tight = _run(tpot=20.0)
     assert not tight.exception
     first = lambda at: at.dataframe[0].value.iloc[0]["deployment"]  # noqa: E731
     batch = lambda at: at.dataframe[0].value.iloc[0]["batch"]  # noqa: E731
@@ -40,7 +40,7 @@ def test_changing_the_slo_changes_the_answer():
 
 
 def test_an_impossible_slo_shows_the_closest_configuration_and_the_binding_constraint():
-    at = _run(**{"TPOT ms": 0.05})
+    at = _run(tpot=0.05)
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     assert "Closest configuration" in text
