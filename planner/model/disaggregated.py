@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 from scipy.special import pdtr
@@ -19,7 +18,6 @@ from planner.model.queueing import md1_wait
 from planner.model.steps import decode_step, decode_time, memory, prefill_step, tokens_per_step
 from roofline.comm import kv_transfer_time
 from roofline.memory import kv_needed_tokens
-from roofline.step import StepCost
 
 ITERATIONS = 60
 WAIT_TOLERANCE = 1e-4  # relative change of the mean prefill step at which `_prefill_wait` stops
@@ -62,8 +60,9 @@ def _in_flight(decode_s: Callable[[float], float], b: float, n: int) -> float:
     return b
 
 
-def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, StepCost]:
-    """(the wait for the step in progress, the step a prompt rides) at `x` prompts/s per prefill instance.
+def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, float]:
+    """(the wait for the step in progress, the mean step a prompt rides) in seconds, at `x` prompts/s per
+    prefill instance.
     Prompts arriving during a step are prefilled together in the next: k ~ Poisson(lam = x E[T]) of them
     (at least one; at most `most`), a step of k taking T(k), the busiest attention-DP rank's ceil(k / dp)
     prompts. A prompt rides a step size-biased by k, and one arriving while a step runs (chance 1 - e^-lam)
@@ -93,8 +92,7 @@ def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, Step
         mean, rides, second = _step_moments(step_s, dp, x * guess, most)
     lam = x * guess
     busy = -math.expm1(-lam) if lam > 1e-9 else 0.0
-    step, _ = prefill_step(pre, isl, 1)
-    return busy * second / (2 * mean), replace(step, time_s=rides)
+    return busy * second / (2 * mean), rides
 
 
 def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int) -> tuple[float, float, float]:
@@ -151,10 +149,11 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) 
             b = _in_flight(rate_decode_s, b, dec.instances)
             tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
             decode_s = max(osl - 1, 0) * tpot
-    wait, step_p = _prefill_wait(pre, isl, x / pre.instances, done)
-    ttft = step_p.time_s + wait + md1_wait(x / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))
+    wait, rides = _prefill_wait(pre, isl, x / pre.instances, done)
+    ttft = rides + wait + md1_wait(x / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
-    m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), step_p
+    # the breakdown shown is one prompt's step (a real step whose ops sum to its time); TTFT prices the steps ridden
+    m.decode_step, m.prefill_step = decode_step(dec, b, kv_len), prefill_step(pre, isl, 1)[0]
     m.memory = {"prefill": memory(pre, kv_needed_tokens(pre.instance, "prefill", isl + osl)), "decode": memory(dec)}
     return m
