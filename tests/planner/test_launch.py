@@ -132,19 +132,30 @@ def assert_loads_a_real_checkpoint(q: Question, text: str) -> None:
             assert model in (ck.nvfp4 if ck else None, SAMPLES["CHECKPOINT"]), model
 
 
-def test_twenty_random_plans_parse_for_every_engine():
-    """20 seeded random questions; every engine's commands for their top answer parse."""
-    checked = dict.fromkeys(ENGINES, 0)
-    for q in _random_questions(20, seed=16):
+def _random_plans_parse(n: int, seed: int) -> int:
+    """`n` seeded random questions; every engine's commands for each top answer parse. Returns how
+    many questions had an answer."""
+    answered = 0
+    for q in _random_questions(n, seed=seed):
         a = plan(q, workers=1)
         if not a.recommendations:
             continue
         out = launch_commands(q, a.recommendations[0])
         assert_parses(out)
         assert_loads_a_real_checkpoint(q, out["sglang"])
-        for e in ENGINES:
-            checked[e] += 1
-    assert min(checked.values()) >= 15, checked
+        answered += 1
+    return answered
+
+
+def test_random_plans_parse_for_every_engine():
+    """The quick profile: 8 seeded random questions (the default suite's time; `-m fuzz` runs 20)."""
+    assert _random_plans_parse(8, seed=16) >= 6
+
+
+@pytest.mark.fuzz
+def test_twenty_random_plans_parse_for_every_engine():
+    """20 seeded random questions (the long profile, `pytest -m fuzz`)."""
+    assert _random_plans_parse(20, seed=16) >= 15
 
 
 @pytest.mark.parametrize(

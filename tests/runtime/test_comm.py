@@ -78,7 +78,10 @@ def _run(world: int, fp8: bool) -> list:  # type: ignore[type-arg]
     return sorted(res)
 
 
-@pytest.mark.parametrize(("world", "fp8", "tol"), [(2, False, 0.02), (4, False, 0.02), (2, True, 0.08)])
+# four ranks over gloo take ~16 s of a 2-core CI machine: in the long profile (`pytest -m fuzz`)
+@pytest.mark.parametrize(
+    ("world", "fp8", "tol"), [(2, False, 0.02), pytest.param(4, False, 0.02, marks=pytest.mark.fuzz), (2, True, 0.08)]
+)
 def test_dispatch_combine_all_reduce_all_gather_and_kv_transfer_match_references(world, fp8, tol):
     """The fixed-capacity device path and the host-split reference both reproduce the single-process
     MoE sum and receive the same rows; a capacity below the load drops tokens and the sum shows it."""
