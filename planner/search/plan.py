@@ -170,7 +170,9 @@ def plan(
         if (best := s.best) is not None
     ]
     failed: list[str] = []
-    simulated = verify_ranked(q, recs, say, failed, 1 if ray_address else jobs) if q.verify_top else 0
+    workers = 1 if ray_address else jobs
+    best_first = lambda p: objective(q, p)  # noqa: E731
+    simulated = verify_ranked(q, recs, say, failed, workers, best_first) if q.verify_top else 0
     recs.sort(key=lambda r: _rank(q, r))
     notes: list[str] = failed + _context(q)
     feasible = bool(recs) and (recs[0].meets is True or q.verify_top == 0)

@@ -159,3 +159,39 @@ def test_the_verification_limit_stops_even_a_plan_with_no_verified_answer_and_sa
     assert 1 <= n < 8  # 4 deployments and 4 lower points to try: the limit stopped it before all 8
     assert tried[0] == "a"
     assert any(f.startswith(f"verification stopped after {n} simulations") for f in failed)
+
+
+def test_a_lower_batch_of_a_row_that_missed_goes_before_a_row_promising_much_less(monkeypatch):
+    """New-user trial (sixteenth session): DeepSeek-V3 on 8 RTX PRO 6000 ranked first a deployment at 9.9
+    tok/s/GPU. Its nvfp4 row missed TPOT at batch 32 (est. 83 tok/s/GPU) and met at batch 16 (52 simulated),
+    but the plan simulated the next rows' best points first and stopped on the CPU budget before trying
+    batch 16. Best-first: the waiting point of the highest estimate is simulated next."""
+    from types import SimpleNamespace
+
+    from planner.search import plan as plan_mod
+    from planner.search import verify as verify_mod
+
+    tried: list[str] = []
+
+    def point(name, value, batch=1):
+        return SimpleNamespace(name=name, value=value, batch=batch, deployment=SimpleNamespace(describe=lambda: name))
+
+    def fake_verify(q, p):
+        tried.append(p.name)
+        return SimpleNamespace(name=p.name)
+
+    monkeypatch.setattr(verify_mod, "verify", fake_verify)
+    monkeypatch.setattr(verify_mod, "meets_slo", lambda q, m: (m.name != "fast-32", {"tpot_ms": 1.0}))
+    fast = plan_mod.Recommendation(None, point("fast-32", 83.0, 32), fallbacks=[point("fast-16", 52.0, 16)])  # type: ignore[arg-type]
+    slow = [plan_mod.Recommendation(None, point(f"slow-{i}", 10.0 - i)) for i in range(3)]  # type: ignore[arg-type]
+    q = SimpleNamespace(verify_top=1, rate=1.0, concurrency=None)
+    verify_mod.verify_ranked(q, [fast, *slow], lambda _m: None, value=lambda p: p.value)  # type: ignore[arg-type]
+    assert tried == ["fast-32", "fast-16"]
+    assert fast.meets
+    assert fast.point.name == "fast-16"
+    # without a value, rank order: every best point before any lower one
+    tried.clear()
+    fast = plan_mod.Recommendation(None, point("fast-32", 83.0, 32), fallbacks=[point("fast-16", 52.0, 16)])  # type: ignore[arg-type]
+    q = SimpleNamespace(verify_top=4, rate=1.0, concurrency=None)
+    verify_mod.verify_ranked(q, [fast, *slow[:1]], lambda _m: None)  # type: ignore[arg-type]
+    assert tried == ["fast-32", "slow-0", "fast-16"]
