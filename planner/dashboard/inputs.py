@@ -64,8 +64,7 @@ def question_panel() -> dict[str, Any]:
         "osl": int(_number(sb, "output tokens", "osl")),
         "engine": sb.selectbox("engine", CHOICES["engine"], key="engine"),
         "price_per_gpu_hour": float(_number(sb, "price per GPU-hour (USD)", "price")),
-        "verify_top": 2,
-    }
+    }  # verify_top: the question's default, as `planner plan` (the trial read 2 simulated rows here, 3 there)
     traffic = sb.radio("traffic", CHOICES["traffic"], key="traffic")
     if traffic == "request rate":
         q["rate"] = float(_number(sb, "requests/s", "rate"))

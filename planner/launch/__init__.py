@@ -64,8 +64,11 @@ def requirements(q: Question, dep: Deployment) -> list[str]:
         i = inst(p, 0, q.isl)
         if i.offload_groups is not None:
             out.append(f"{p.role} weights {i.offload_gb:.0f} GB/GPU on host (prefetch offload)")
-    holes = {w.need or w.fmt for w in (weights(q, p) for p in dep.pools) if w.missing}
+    ws = [weights(q, p) for p in dep.pools]
+    holes = {w.need or w.fmt for w in ws if w.missing and not w.own}
     out += [f"weights: {need} {UNAVAILABLE}" for need in sorted(holes)]
+    if any(w.own for w in ws if w.missing):  # the config.json's own release: only its repo id is unknown
+        out.append("weights: the config's own checkpoint (--checkpoint REPO_ID)")
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from planner.engines import LaunchTool, profile
 from planner.inputs.question import Question
-from planner.model.defaults import carried_dense
+from planner.model.defaults import carried_dense, checkpoint_formats
 from planner.model.deployment import Pool, layout_label
 from planner.model.steps import step_memory
 from roofline.catalog import model_ids
@@ -169,6 +169,7 @@ class Weights:
     online_fp8: bool  # BF16 weights quantized to FP8 at load (SGLang/vLLM --quantization fp8)
     note: str  # one comment line saying where the checkpoint comes from
     need: str = ""  # the weights a missing checkpoint must hold, in words (`fmt` when empty)
+    own: bool = False  # a config.json model's own checkpoint (its precision): only its repo id is unknown
 
     @property
     def missing(self) -> bool:
@@ -201,7 +202,8 @@ def weights(q: Question, pool: Pool) -> Weights:
         else f"no checkpoint of {m.id} with {need} in the catalog{other}: export CHECKPOINT or pass --checkpoint"
     )
     hole = CHECKPOINT_HOLE + where + "}"
-    return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})", need)
+    own = q.model not in model_ids() and (p.dense, fmt) == checkpoint_formats(m)
+    return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})", need, own)
 
 
 def sh(value: object) -> str:

@@ -90,6 +90,8 @@ def checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
         dense, moe = "fp8", "nvfp4"
     elif "fp4" in fmt:  # MXFP4 experts (gpt-oss; DeepSeek-V4's FP4 experts)
         moe = "mxfp4"
+    elif fmt == "w4a16":  # INT4 weights, 16-bit activations (Kimi K2.5's compressed-tensors experts)
+        dense, moe = ("bf16", "w4a16") if m.moe is not None else ("w4a16", "w4a16")
     else:
         moe = dense
     return dense, moe

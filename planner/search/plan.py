@@ -21,6 +21,7 @@ from typing import Any
 
 from planner.inputs.edge import one_line
 from planner.inputs.question import MAX_PLAN_GPUS, Question
+from planner.launch import UNAVAILABLE, requirements
 from planner.model.context import context_problem
 from planner.model.deployment import Deployment
 from planner.model.metrics import Metrics
@@ -166,7 +167,7 @@ def plan(
         return _nothing_ranked(q, m, hw, scored, pruned, fronts, say)
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
-        for s in _distinct(ranked)
+        for s in _distinct(ranked, lambda s: s.best is not None and _loadable(q, s.best))
         if (best := s.best) is not None
     ]
     failed: list[str] = []
@@ -289,19 +290,30 @@ def _lower(q: Question, s: Scored) -> list[Point]:
     return sorted(lower, key=lambda p: -objective(q, p))
 
 
-def _distinct(ranked: list[Scored], limit: int = 20) -> list[Scored]:
-    """Best candidates, skipping ones that differ from a better one only in the prefill layout."""
+def _distinct(ranked: list[Scored], loadable: Callable[[Scored], bool], limit: int = 20) -> list[Scored]:
+    """Best candidates, skipping ones that differ from a better one only in the prefill layout; where
+    none of the first `limit` loads a checkpoint that exists (`loadable`), the best that does comes
+    after them (new-user trial: Kimi K2.5's INT4 config.json listed 20 NVFP4 and FP8 rows, none of
+    which its own weights load)."""
     seen: set[tuple[Any, ...]] = set()
-    out = []
+    out: list[Scored] = []
     for s in ranked:
         key = (s.cand.mode, s.cand.decode, s.cand.precision, s.cand.mtp)
         if key in seen:
             continue
         seen.add(key)
-        out.append(s)
-        if len(out) == limit:
-            break
+        if len(out) < limit:
+            out.append(s)
+            if len(out) == limit and any(map(loadable, out)):
+                return out
+        elif loadable(s):
+            return [*out, s]
     return out
+
+
+def _loadable(q: Question, p: Point) -> bool:
+    """The deployment's weights exist: a catalog checkpoint, `--checkpoint`, or a config.json's own."""
+    return not any(UNAVAILABLE in n for n in requirements(q, p.deployment))
 
 
 def cost_per_mtok(q: Question, r: Recommendation) -> float:

@@ -153,7 +153,7 @@ def stated_layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, state
 
 def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[PrecisionMix]:
     """The precision mixes the search tries on this hardware (NVFP4 experts only on Blackwell; a published
-    MXFP4 checkpoint's own experts wherever they run, `planner.model.defaults.checkpoint_formats`). A
+    MXFP4 or INT4 (w4a16) checkpoint's own experts wherever they run, `planner.model.defaults.checkpoint_formats`). A
     dense MLA model's FP8 KV cache comes with the attention math `engine` runs over it
     (`planner.model.defaults.fp8_cache_attention`); a sparse-attention model runs its FP8 cache with the
     math its kernels set (one mix, not two that price the same); GQA models pair an FP8 cache with FP8
@@ -166,8 +166,8 @@ def precisions(m: ModelSpec, hw: HardwareSpec, engine: str = "other") -> list[Pr
     experts = {"fp8"} if m.moe else {dense[0]}
     if m.moe and hw.is_blackwell and hw.peak_tflops.fp4:
         experts.add("nvfp4")
-    if m.moe and moe_ck == "mxfp4":  # the published MXFP4 experts, on every GPU that runs them
-        experts.add("mxfp4")
+    if m.moe and moe_ck in ("mxfp4", "w4a16"):  # the published 4-bit experts (gpt-oss, Kimi K2.5), wherever they run
+        experts.add(moe_ck)
     return [
         PrecisionMix.model_validate({"attention": a, "kv_cache": k, "dense": d, "moe": e})
         for a, k in kv

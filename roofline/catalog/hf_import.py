@@ -100,7 +100,10 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise CatalogError(f"HF config for {model_id!r} must be a JSON object (got {type(cfg).__name__})")
     if isinstance(cfg.get("text_config"), dict):  # Kimi K2.5/K2.6 multimodal wrapper
-        cfg = {**cfg["text_config"], "quantization_config": cfg.get("quantization_config")}
+        # the checkpoint's quantization sits beside text_config or inside it (moonshotai/Kimi-K2.5: INT4
+        # experts in text_config.quantization_config; read as BF16 before, 258 GB per GPU on 8 B200)
+        quant = cfg.get("quantization_config") or cfg["text_config"].get("quantization_config")
+        cfg = {**cfg["text_config"], "quantization_config": quant}
     mtype = str(_get(cfg, "model_type"))
     hidden = _int(cfg, "hidden_size")
     layers = _int(cfg, "num_hidden_layers")

@@ -290,3 +290,13 @@ def test_a_stale_or_bad_link_opens_the_default_page():
     assert not at.exception
     assert next(s for s in at.selectbox if s.label == "model").value == "deepseek-v3"
     assert next(n for n in at.number_input if n.label == "input tokens").value == 2000
+
+
+def test_the_default_page_simulates_as_many_rows_as_the_cli(default):
+    """New-user trial (sixteenth session): the dashboard asked `verify_top: 2` where `planner plan` asks the
+    question's default (3), so the default's row 3 read 424.9 ms / 29.94 ms by estimate on the page and
+    527.4 / 36.98 simulated in the terminal."""
+    from planner.inputs.question import DEFAULT_QUESTION
+
+    figures = list(_table(default)["figures"])
+    assert [str(f).startswith("simulated") for f in figures[: DEFAULT_QUESTION.verify_top]] == [True] * 3

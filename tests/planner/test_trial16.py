@@ -1,0 +1,52 @@
+"""Findings of the sixteenth session's new-user trial: a config.json model's own checkpoint (Kimi K2.5's
+INT4 experts nested in text_config), rows a config's own weights load, and the best loadable row kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.model.defaults import checkpoint_formats
+from roofline.catalog import model_from_hf_file
+
+CONFIGS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "hf_configs"
+KIMI = CONFIGS / "moonshotai--Kimi-K2.5_config.json"
+GPT_OSS = CONFIGS / "openai--gpt-oss-120b_config.json"
+
+
+@pytest.mark.skipif(not KIMI.exists(), reason="shared reference configs not beside the repo")
+def test_kimi_k25_reads_its_int4_experts_from_text_config():
+    """Its quantization_config sits inside text_config: read as BF16 before (258.5 GB per GPU on 8 B200)."""
+    m = model_from_hf_file(KIMI)
+    assert m.checkpoint_format == "w4a16"
+    assert checkpoint_formats(m) == ("bf16", "w4a16")
+
+
+@pytest.mark.skipif(not KIMI.exists(), reason="shared reference configs not beside the repo")
+def test_a_plan_keeps_the_best_row_its_own_weights_load():
+    """Twenty NVFP4/FP8 rows no checkpoint holds, none of the INT4 checkpoint's: the best INT4 row follows them,
+    and the note names it."""
+    args = ["plan", "--model", str(KIMI), "--hardware", "b200", "--gpus", "8", "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    own = [r for r in data["recommendations"] if r["precision"]["moe"] == "w4a16"]
+    assert own
+    assert own[0]["needs"] == ["weights: the config's own checkpoint (--checkpoint REPO_ID)"]
+    assert any(f"#{own[0]['rank']} is the first that loads one" in n for n in data["notes"])
+
+
+@pytest.mark.skipif(not GPT_OSS.exists(), reason="shared reference configs not beside the repo")
+def test_a_config_model_row_in_its_own_format_is_not_flagged_as_missing_weights():
+    """gpt-oss-120b given as its config.json: the row in its MXFP4 checkpoint's mix needs only the repo id."""
+    args = ["plan", "--model", str(GPT_OSS), "--hardware", "h200-sxm", "--gpus", "1", "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    recs = json.loads(out.output)["recommendations"]
+    own = [r for r in recs if (r["precision"]["dense"], r["precision"]["moe"]) == ("bf16", "mxfp4")]
+    assert own
+    assert all(not any("none in the catalog" in n for n in r["needs"]) for r in own)
