@@ -50,3 +50,21 @@ def test_a_config_model_row_in_its_own_format_is_not_flagged_as_missing_weights(
     own = [r for r in recs if (r["precision"]["dense"], r["precision"]["moe"]) == ("bf16", "mxfp4")]
     assert own
     assert all(not any("none in the catalog" in n for n in r["needs"]) for r in own)
+
+
+def test_explain_says_a_pipeline_step_breakdown_is_one_stage(tmp_path):
+    """A PP2 decode step read 887.78 ms in its header beside a breakdown summing to 444.03 ms, unsaid."""
+    sc = tmp_path / "pp2.yaml"
+    sc.write_text(
+        "model: deepseek-v4-pro\nhardware: rtx-pro-6000\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 16, tp: 8, ep: 8, pp: 2}\n"
+        "workload: {isl: 2000, osl: 1000, concurrency: 64}\n"
+    )
+    out = CliRunner().invoke(app, ["explain", str(sc), "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.output)
+    assert d["by_category_scope"] == "one micro-batch on one pipeline stage"
+    step = d["estimate"]["decode_step"]
+    assert sum(d["by_category_ms"].values()) < 0.9 * step["time_ms"]
+    text = CliRunner().invoke(app, ["explain", str(sc)], env={"COLUMNS": "200"}).output
+    assert "hardware limit of this step (one micro-batch on one pipeline stage)" in text
