@@ -82,10 +82,11 @@ def default_estimates():
     return plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
 
 
-@pytest.mark.parametrize("width", [100, 120, 160])
+@pytest.mark.parametrize("width", [80, 100, 120, 160])
 def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it_left_out(width, default_estimates):
     """At 80-160 columns rich shrank every column of the 16-column table, the rank and deployment
-    columns to nothing; columns now drop whole, least important first, and a line names them."""
+    columns to nothing; columns now drop whole, least important first, and a line names them. At 80 the
+    deployment column wraps narrower rather than cut the SLO verdict ('meets (simulat', sixteenth trial)."""
     a = default_estimates
     con = Console(width=width, record=True, file=io.StringIO())
     print_answer(con, a)
@@ -94,7 +95,8 @@ def test_a_narrow_terminal_shows_the_deployment_and_its_figures_and_says_what_it
     for header in ("deployment", "GPUs", "TTFT ms", "TPOT ms", "tok/s/GPU", "SLO"):
         assert header in table, header
     first = a.recommendations[0].point.deployment.describe().split(" + ")[0]
-    assert first in table
+    assert first in table or width < 100  # at 80 it wraps within the pool's label
+    assert "meets (estimate)" in table
     assert all(len(line) <= width for line in table.splitlines())
     assert f"left out at this terminal's width ({width} columns): needs, bottleneck" in text.replace("\n", " ")
 
