@@ -127,10 +127,18 @@ def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
     """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
     per GPU given; under `--optimize gpus`, that it is the fewest that serve the load); where it needs
     weights no catalog checkpoint holds, the first row that loads one (its rank and tok/s/GPU against
-    the first's). `recs`: the answer's records."""
+    the first's); where a simulated row's arrivals (a workload's gamma or trace) average a rate other than the
+    one the estimate rows price, that it was so. `recs`: the answer's records."""
     out = list(a.notes)
     if recs is None:
         recs = records(a)
+    drawn = [(r.simulated.summary or {}) for r in a.recommendations if r.simulated is not None]
+    off = next((s for s in drawn if s.get("traffic_note")), None)
+    if off is not None and a.question.rate:  # sixteenth trial: a gamma run at 3.56 req/s ranked beside estimates at 4
+        out.append(
+            f"simulated rows replay the workload's own arrivals ({off['traffic']}), not the "
+            f"{a.question.rate:,.4g} req/s the estimate rows price: their figures are that run's"
+        )
     given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
     if given and 0 < used < given and a.question.optimize == "gpus":  # the fewest GPUs is what was asked
         out.append(f"#1 uses {used} of the {given} GPUs given: the fewest that serve the load ({given - used} spare)")

@@ -68,3 +68,17 @@ def test_explain_says_a_pipeline_step_breakdown_is_one_stage(tmp_path):
     assert sum(d["by_category_ms"].values()) < 0.9 * step["time_ms"]
     text = CliRunner().invoke(app, ["explain", str(sc)], env={"COLUMNS": "200"}).output
     assert "hardware limit of this step (one micro-batch on one pipeline stage)" in text
+
+
+def test_a_plan_says_when_its_simulated_rows_ran_another_rate_than_its_estimates(tmp_path):
+    """A gamma workload's 300 requests average 3.06 req/s where the question's rate is 4: the simulated rows'
+    figures are that run's, ranked beside estimate rows priced at 4 (said only by `simulate` before)."""
+    wl = tmp_path / "gamma.yaml"
+    wl.write_text("simulation:\n  arrival: {kind: gamma, rate: 4, cv: 3}\n  requests: 300\n  seed: 2\n")
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "8", "--workload", str(wl), "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    said = [n for n in json.loads(out.output)["notes"] if n.startswith("simulated rows replay the workload's own")]
+    assert len(said) == 1
+    assert "at a mean 3.064 req/s" in said[0]
+    assert "not the 4 req/s the estimate rows price" in said[0]
