@@ -256,6 +256,8 @@ def plan(
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
     _writable("--chart", chart)
+    if workers is not None and workers < 1:  # 0 was taken silently (sixteenth trial)
+        raise PlannerError(f"--workers: {workers} processes; allowed: 1 or more (default: all cores)")
     if scenarios is not None:
         try:
             scenarios.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,8 @@ COLUMN_HELP = {
     "tok/s/GPU": "output tokens per second per GPU at this operating point",
     "tok/s/user": "output tokens per second one user sees (1000 / mean TPOT ms)",
     "SLO": "whether the figures meet every SLO target, and by which method",
-    "headroom": "target / achieved - 1 per SLO target; negative misses; 'binds' names the tightest",
+    "headroom": "target / achieved - 1 per SLO target (10x and up: the multiple); negative misses; 'binds' names "
+    "the tightest",
     "bottleneck": "the step-cost category that takes the most time in the decode step",
     "$/Mtok": "USD per million output tokens = price per GPU-hour / 3600 / (tok/s/GPU) x 1e6",
 }

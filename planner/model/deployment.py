@@ -29,9 +29,10 @@ def layout_label(p: Parallelism) -> str:
     return " ".join(x for x in parts if x)
 
 
-def precision_label(p: PrecisionMix) -> str:
-    """attention/KV/dense/experts, e.g. fp8/fp8/bf16/mxfp4: the one precision label of every view."""
-    return f"{p.attention}/{p.kv_cache}/{p.dense}/{p.moe}"
+def precision_label(p: PrecisionMix, experts: bool = True) -> str:
+    """attention/KV/dense/experts, e.g. fp8/fp8/bf16/mxfp4: the one precision label of every view; a
+    dense model (`experts` False) has none, '-' (its label read '.../bf16' for experts it lacks)."""
+    return f"{p.attention}/{p.kv_cache}/{p.dense}/{p.moe if experts else '-'}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -149,7 +150,8 @@ class Deployment:
         dashboard)."""
         main = self.first("decode") or self.first("aggregated") or self.pools[0]
         inst = main.instance
-        parts = [self.describe(offloaded), precision_label(inst.precision), "MTP" if inst.mtp else "no MTP"]
+        moe = inst.model.moe is not None
+        parts = [self.describe(offloaded), precision_label(inst.precision, moe), "MTP" if inst.mtp else "no MTP"]
         if batch is not None:
             parts.append(f"batch {batch}")
         parts.append(f"mem fraction {inst.runtime.mem_fraction:g}")

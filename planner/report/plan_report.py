@@ -55,7 +55,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "decode_instances": main.instances,
         "prefill_instances": prefill.instances if prefill else 0,
         "precision": prec.model_dump(),
-        "precision_label": precision_label(prec),
+        "precision_label": precision_label(prec, dep.model.moe is not None),
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
@@ -121,6 +121,12 @@ def write_scenarios(a: Answer, folder: Path) -> list[Path]:
         tmp.replace(path)
         paths.append(path)
     return paths
+
+
+def _headroom(name: str, v: float) -> str:
+    """target / achieved - 1 as a percentage; from 10x the target up as a multiple ('TTFT+168921%' read
+    as noise in the sixteenth trial: 'TTFT 1,690x')."""
+    return f"{name}{v:+.0%}" if v < 9 else f"{name} {v + 1:,.0f}x"
 
 
 def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
@@ -216,7 +222,7 @@ def table_rows(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[dict
     rows = []
     for i, d in enumerate(records(a) if recs is None else recs, 1):
         verdict = d["slo_verdict"]
-        head = " ".join(f"{k}{v:+.0%}" for k, v in d["headroom"].items())
+        head = " ".join(_headroom(k, v) for k, v in d["headroom"].items())
         if d["binding_constraint"]:
             head += f" (binds: {SLO_NAMES.get(d['binding_constraint'], d['binding_constraint'])})"
         rows.append(
@@ -292,8 +298,18 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         )
     for mode, front in a.fronts.items():
         if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
-            why = (
-                f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
+            q = a.question
+            traffic = (
+                f"serves {q.rate:,.4g} requests/s"
+                if q.rate is not None
+                else f"holds {q.concurrency:,} requests in flight"
+                if q.concurrency is not None
+                else ""
+            )
+            why = (  # under stated traffic the points are that traffic's: none where no deployment serves it
+                f"no {mode} deployment within the question's GPUs {traffic} with TTFT within the SLO"
+                if a.scored and traffic and not a.recommendations
+                else f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
                 if a.scored
                 else "no deployment was scored: see the pruning reasons above"
             )

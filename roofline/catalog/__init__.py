@@ -55,7 +55,9 @@ def _nearest(ref: str, ids: Iterable[str]) -> str:
     ids, r = list(ids), ref.lower()
     if not r:
         return ""
-    hit = [i for i in ids if i.startswith(r)] or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
+    # the id in other letter case first ('DeepSeek-V3' suggested 'deepseek-v3.2', the first id it prefixes)
+    exact = [i for i in ids if i.lower() == r]
+    hit = exact or [i for i in ids if i.startswith(r)] or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
     return f" (did you mean {hit[0]!r}?)" if hit else ""
 
 
