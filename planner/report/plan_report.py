@@ -20,6 +20,7 @@ from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
 from planner.report.table_fit import fitted
+from planner.search.compare import user_figure
 from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
 from planner.search.verify import as_resolved
 
@@ -319,7 +320,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         for col in ("tok/s/user", "tok/s/GPU", "deployment"):
             ft.add_column(col, justify="left" if col == "deployment" else "right")
         for u, g, lab in front:  # answers of one token have no tok/s/user: '-'
-            ft.add_row(f"{u:,.1f}" if u else "-", f"{g:,.0f}", lab)
+            ft.add_row(user_figure(u) if u else "-", f"{g:,.0f}", lab)
         con.print(ft)
     if a.recommendations:
         best = a.recommendations[0]

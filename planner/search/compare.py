@@ -143,6 +143,11 @@ def _figure(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
+def user_figure(v: float) -> str:
+    """tok/s/user to a tenth from 10 up, three significant digits below (0.021 read '0.0', sixteenth trial)."""
+    return f"{v:,.1f}" if v >= 10 else f"{v:.3g}"
+
+
 def print_compare(con: Console, data: dict[str, Any]) -> None:
     for f in data["hardware"]:
         if f["reason"]:
@@ -154,7 +159,7 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
         for p in f["frontier"]:
             cost = p["usd_per_million_output_tokens"]
             t.add_row(
-                "-" if not p["output_tok_s_per_user"] else f"{p['output_tok_s_per_user']:,.1f}",
+                "-" if not p["output_tok_s_per_user"] else user_figure(p["output_tok_s_per_user"]),
                 _figure(p["output_tok_s_per_gpu"]),
                 "-" if cost is None else f"{cost:,.3f}",
                 p["deployment"],

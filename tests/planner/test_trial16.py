@@ -82,3 +82,12 @@ def test_a_plan_says_when_its_simulated_rows_ran_another_rate_than_its_estimates
     assert len(said) == 1
     assert "at a mean 3.064 req/s" in said[0]
     assert "not the 4 req/s the estimate rows price" in said[0]
+
+
+def test_tok_s_per_user_below_ten_keeps_three_significant_digits():
+    """compare listed DeepSeek-V4-Pro's RTX PRO 6000 points at 0.021 tok/s/user as '0.0'."""
+    from planner.search.compare import user_figure
+
+    assert user_figure(0.021) == "0.021"
+    assert user_figure(3.456) == "3.46"
+    assert user_figure(58.14) == "58.1"
