@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from planner.engines import profile
 from planner.model.defaults import Resolved, fp8_cache_attention
 from planner.model.deployment import Deployment, Pool
 from planner.model.estimator import estimate
@@ -46,6 +47,8 @@ class Explanation:
     rate: float | None = None
     held: float | None = None
     fallbacks: list[str] = field(default_factory=list)  # CUDA-core kernels in use
+    # each fallback an engine chose on this architecture -> the engine, and what its choice was measured on
+    chosen_by: dict[str, str] = field(default_factory=dict)
 
 
 def speed_of_light(step: StepCost, inst: InstanceSpec) -> float:
@@ -126,6 +129,12 @@ def explain(res: Resolved) -> Explanation:
     cats = step.by_category()
     bottleneck = max(CATEGORIES, key=lambda c: cats[c])
     fallbacks = sorted({o.kernel for o in step.ops if o.kernel in TENSOR_CORE_ALTERNATIVE})
+    chosen_by = {}  # sixteenth trial: gpt-oss on RTX PRO 6000 ran a kernel measured on DeepSeek-V4-Flash, unsaid
+    if fallbacks and set(fallbacks) & set(main.runtime.engine_kernels.values()):
+        kernels = profile(res.deployment.engine).for_arch(main.hardware.arch).kernels
+        for k in fallbacks:
+            if kernels is not None and k in main.runtime.engine_kernels.values():
+                chosen_by[k] = f"{res.deployment.engine}'s kernel on {main.hardware.arch}: {kernels.source}"
     mixed = step is base.decode_step and any("prefill" in o.name for o in step.ops)  # a vLLM/TRT-LLM mixed step
     exp = Explanation(
         base,
@@ -134,6 +143,7 @@ def explain(res: Resolved) -> Explanation:
         bottleneck,
         speed_of_light(step, main),
         fallbacks=fallbacks,
+        chosen_by=chosen_by,
     )
     base_tput = base.output_tok_s_per_gpu or base.input_tok_s_per_gpu
     # at a stated request rate every change serves the same rate (a +0% gain for a 35% faster TPOT):

@@ -164,6 +164,8 @@ def print_explanation(con: Console, x: Explanation) -> None:
     )
     if x.fallbacks:
         con.print(f"[yellow]CUDA-core fallback kernels in use: {', '.join(x.fallbacks)}[/yellow]")
+        for k, why in x.chosen_by.items():
+            con.print(f"[dim]  {k}: {why}[/dim]")
     if x.rate is not None and x.held is not None:
         title = (
             f"what one change buys at the {x.held:,.0f} requests in flight {x.rate:,.4g} req/s holds (the capacity it "
@@ -205,6 +207,7 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
         "bottleneck": x.bottleneck,
         "speed_of_light_ms": round(x.speed_of_light_s * 1e3, 4),
         "fallback_kernels": x.fallbacks,
+        "fallback_kernels_chosen_by": x.chosen_by,
         "levers": [
             {
                 "change": lv.name,

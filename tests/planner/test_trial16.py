@@ -91,3 +91,19 @@ def test_tok_s_per_user_below_ten_keeps_three_significant_digits():
     assert user_figure(0.021) == "0.021"
     assert user_figure(3.456) == "3.46"
     assert user_figure(58.14) == "58.1"
+
+
+def test_explain_says_which_engine_chose_a_fallback_kernel_and_what_it_was_measured_on(tmp_path):
+    """gpt-oss-120b with SGLang on an RTX PRO 6000 runs the CUDA-core MXFP4 GEMV SGLang's sm_120 profile takes
+    from a DeepSeek-V4-Flash deployment (seed 003); explain named the kernel but not where the choice came from."""
+    sc = tmp_path / "go.yaml"
+    sc.write_text(
+        "model: gpt-oss-120b\nhardware: rtx-pro-6000\nengine: sglang\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\nprecision: {moe: mxfp4}\n"
+        "workload: {isl: 2000, osl: 1000, concurrency: 1}\n"
+    )
+    out = CliRunner().invoke(app, ["explain", str(sc), "--json"])
+    assert out.exit_code == 0, out.output
+    why = json.loads(out.output)["fallback_kernels_chosen_by"]
+    assert "DeepSeek-V4-Flash" in why["triton-mxfp4-slot-gemv-sm120"]
+    assert why["triton-mxfp4-slot-gemv-sm120"].startswith("sglang's kernel on sm_120")
