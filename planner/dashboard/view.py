@@ -22,7 +22,8 @@ COLUMN_HELP = {
     "deployment": "pools: instances x layout (TP tensor, DP attention data, EP expert parallel)",
     "GPUs": "GPUs the deployment uses (at most the question's budget)",
     "precision": "attention / KV cache / dense layers / experts number formats",
-    "batch": "decode sequences in flight per decode (or aggregated) instance at this operating point",
+    "batch": "decode sequences in flight per decode (or aggregated) instance at the estimate's operating point "
+    "(a simulated run's own varies with its traffic)",
     "figures": "where the row's latency and throughput come from: simulated p90 (not steady: the run's two "
     "halves disagree, so it neither verifies nor refutes the SLO; over capacity: its queue grows, so it meets "
     "no SLO) or the estimator's means",

@@ -279,7 +279,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     how = (
         "figures: simulated p90 where simulated ('not steady': the run's two halves disagree, unverified; "
         "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
-        "precision: attention/KV/dense/experts"
+        "precision: attention/KV/dense/experts; batch: the estimate's decode batch per instance (a simulated run's "
+        "own varies with its traffic)"
     )
     every = table_rows(a, recs)
     rows = every[:top]
