@@ -11,7 +11,7 @@ import streamlit as st
 
 from planner.dashboard import charts, exports, gpu_compare
 from planner.dashboard.inputs import CHOICES, RANGES
-from planner.search.compare import Frontier, compare, parse_prices
+from planner.search.compare import PRIORS, PRIORS_NOTE, Frontier, compare, parse_prices
 from roofline.catalog import hardware_ids, model_ids
 
 
@@ -40,6 +40,8 @@ def compare_page(fingerprint: str) -> None:
     st.plotly_chart(gpu_compare.figure(fronts, min_user), width="stretch")
     rows = gpu_compare.summary_rows(fronts, prices, min_user)
     st.dataframe(rows, hide_index=True, width="stretch", height=35 * (len(rows) + 1) + 3)
+    if any(r["kernels"] == PRIORS for r in rows):
+        st.caption(PRIORS_NOTE)
 
 
 def validation_page(anchors: Path) -> None:

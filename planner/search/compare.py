@@ -18,9 +18,16 @@ from rich.table import Table
 from planner.inputs.question import Question
 from planner.search.plan import pareto, plan
 from planner.search.unknowns import default_gpus
+from roofline.calibrated import MEASURED
 from roofline.catalog import get_hardware, hardware_ids
 from roofline.errors import PlannerError
 
+PRIORS = "kernel priors"
+PRIORS_NOTE = (
+    "kernel priors: no kernel of that architecture is measured (the project's GPU is an H200): its kernel times are "
+    "priors from published kernel figures (roofline/kernel_paths.py), and their per-launch floors set its small-batch, "
+    "high tok/s/user points, the least certain ones"
+)
 MAX_GPUS = 144  # widest budget tried for a model that does not fit on the default shape
 
 
@@ -30,6 +37,14 @@ class Frontier:
     gpus: int  # the budget searched
     points: list[tuple[float, float, str]] = field(default_factory=list)  # (tok/s/user, tok/s/GPU, deployment)
     reason: str = ""  # why there is no frontier (the model does not fit)
+
+    @property
+    def kernels(self) -> str:
+        """Where its kernel times come from: measured tables (Hopper, the project's H200) or the kernel-path
+        priors, whose per-launch floors set the small-batch points (sixteenth trial: Hopper read faster per
+        user than every Blackwell system at batch 1 for Qwen3-30B-A3B, unsaid)."""
+        arch = get_hardware(self.hardware).arch
+        return f"kernels measured on {MEASURED[arch]}" if arch in MEASURED else PRIORS
 
 
 def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
@@ -77,6 +92,7 @@ def compare_dict(fronts: list[Frontier], price: dict[str, float] | None = None) 
             {
                 "hardware": f.hardware,
                 "gpus_searched": f.gpus,
+                "kernels": f.kernels,
                 "reason": f.reason or None,
                 "frontier": [
                     {
@@ -153,7 +169,7 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
         if f["reason"]:
             con.print(f"{f['hardware']}: {f['reason']}", markup=False)
             continue
-        t = Table(title=f"{f['hardware']}: frontier (estimates, up to {f['gpus_searched']} GPUs)")
+        t = Table(title=f"{f['hardware']}: frontier (estimates, up to {f['gpus_searched']} GPUs; {f['kernels']})")
         for col in ("tok/s/user", "tok/s/GPU", "$/Mtok", "deployment"):
             t.add_column(col, justify="left" if col == "deployment" else "right")
         for p in f["frontier"]:
@@ -165,3 +181,5 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
                 p["deployment"],
             )
         con.print(t)
+    if any(f["kernels"] == PRIORS for f in data["hardware"] if not f["reason"]):
+        con.print(PRIORS_NOTE, style="dim", markup=False)

@@ -107,3 +107,13 @@ def test_explain_says_which_engine_chose_a_fallback_kernel_and_what_it_was_measu
     why = json.loads(out.output)["fallback_kernels_chosen_by"]
     assert "DeepSeek-V4-Flash" in why["triton-mxfp4-slot-gemv-sm120"]
     assert why["triton-mxfp4-slot-gemv-sm120"].startswith("sglang's kernel on sm_120")
+
+
+def test_compare_says_which_systems_kernel_times_are_priors():
+    """Hopper read faster per user than every Blackwell system at batch 1 (Qwen3-30B-A3B): their small-batch
+    points rest on unmeasured per-launch floors, and compare now says which frontiers are priors."""
+    from planner.search.compare import PRIORS, Frontier, compare_dict
+
+    data = compare_dict([Frontier("b200", 8, [(100.0, 50.0, "x")]), Frontier("h200-sxm", 8, [(100.0, 50.0, "y")])])
+    kernels = {h["hardware"]: h["kernels"] for h in data["hardware"]}
+    assert kernels == {"b200": PRIORS, "h200-sxm": "kernels measured on h200-sxm"}
