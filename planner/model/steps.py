@@ -132,8 +132,19 @@ def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost
     inst = pool.instance
     dp = inst.parallel.dp_attention
     off = memory(pool, _prefill_kv_tokens(pool, isl, per_rank)).offloaded_bytes
+    # the ranks step together: the step's tokens count every rank's (explain read '1,024,000 tokens' for one
+    # 128k prompt on 8 ranks, unsaid)
+    lockstep = (
+        (
+            f"{dp} attention-DP ranks step together: priced as each prefilling {per_rank if isl <= budget else 1} "
+            f"prompt(s) of {isl:,} tokens",
+        )
+        if dp > 1
+        else ()
+    )
     if isl <= budget:
-        return step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off), per_rank * dp
+        sc = step_cost(inst, StepBatch.prefill([(isl, 0)] * (per_rank * dp)), off)
+        return replace(sc, notes=sc.notes + lockstep), per_rank * dp
     total, hidden, prefix, last = 0.0, 0.0, 0, None
     ops: dict[tuple[str, str, str, str, str], OpTime] = {}  # each op summed over the chunks
     while prefix < isl:
@@ -149,7 +160,7 @@ def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost
                 else replace(got, time_s=got.time_s + o.time_s, flops=got.flops + o.flops, bytes=got.bytes + o.bytes)
             )
     assert last is not None
-    return StepCost(total, total, tuple(ops.values()), isl * dp, hidden, last.notes), dp
+    return StepCost(total, total, tuple(ops.values()), isl * dp, hidden, last.notes + lockstep), dp
 
 
 MIXED_CHUNK_QUANTUM = 32  # prefill tokens of a mixed step are priced on a 32-token grid (memo hits)

@@ -117,3 +117,18 @@ def test_compare_says_which_systems_kernel_times_are_priors():
     data = compare_dict([Frontier("b200", 8, [(100.0, 50.0, "x")]), Frontier("h200-sxm", 8, [(100.0, 50.0, "y")])])
     kernels = {h["hardware"]: h["kernels"] for h in data["hardware"]}
     assert kernels == {"b200": PRIORS, "h200-sxm": "kernels measured on h200-sxm"}
+
+
+def test_an_attention_dp_prefill_step_says_its_tokens_are_every_ranks(tmp_path):
+    """explain's prefill header read '1,024,000 tokens' for one 128k prompt on 8 attention-DP ranks, unsaid."""
+    sc = tmp_path / "dp8.yaml"
+    sc.write_text(
+        "model: deepseek-v3\nhardware: h200-sxm\nengine: sglang\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 8, tp: 1, dp_attention: 8, ep: 8}\n"
+        "workload: {isl: 128000, osl: 1000, concurrency: 8}\n"
+    )
+    out = CliRunner().invoke(app, ["explain", str(sc), "--json"])
+    assert out.exit_code == 0, out.output
+    pre = json.loads(out.output)["estimate"]["prefill_step"]
+    assert pre["tokens"] == 8 * 128_000
+    assert "8 attention-DP ranks step together: priced as each prefilling 1 prompt(s) of 128,000 tokens" in pre["notes"]
