@@ -85,7 +85,7 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
     rows = [
         ("mode", e.mode),
         ("GPUs", f"{e.gpus}"),
-        ("concurrency", f"{e.concurrency:,.0f}"),
+        ("concurrency", f"{e.concurrency:,.0f}" if e.concurrency >= 10 else f"{e.concurrency:.3g}"),  # 0.4 read '0'
         ("decode batch / instance", f"{e.decode_batch:,.1f}"),
         ("TTFT", f"{floor}{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
         ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- ({_no_tpot(e)})"),
