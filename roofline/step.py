@@ -207,6 +207,23 @@ def _comm_ops(inst: InstanceSpec, b: StepBatch, scale: float) -> list[Op]:
                     comm_s=(disp + comb) * n_moe,
                 )
             )
+        elif stage_gpus > 1 and p.dp_attention > 1:
+            # attention DP with the experts tensor-parallel (ep 1): every rank's tokens are gathered before the
+            # MoE and reduce-scattered after (SGLang dp_attention gather/scatter, TRT-LLM attention DP with MoE
+            # TP), an all-reduce's traffic over the whole batch; it was free (sixteenth trial: the unknown-layout
+            # search chose DP8 EP1 over DP8 EP8 for it)
+            every = b.tokens * m.hidden_size * ACT
+            custom = inst.runtime.custom_allreduce_max_bytes
+            ops.append(
+                Op(
+                    "moe.gather_scatter",
+                    "tp_comm",
+                    "comm",
+                    "bf16",
+                    bytes=every,
+                    comm_s=allreduce_time(hw, stage_gpus, every, custom_max_bytes=custom) * n_moe,
+                )
+            )
         elif stage_gpus > 1 and p.dp_attention == 1:
             ops.append(
                 Op(

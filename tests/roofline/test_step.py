@@ -222,3 +222,26 @@ def test_tensor_core_what_ifs_name_only_ops_the_model_runs():
     assert set(tensor_core_alternatives(gqa)) <= {"moe_gemv"}
     dsa = make_instance("deepseek-v3.2", "rtx-pro-6000", gpus=8, tp=8, ep=8, kv_cache="fp8")
     assert "sparse_attn" in tensor_core_alternatives(dsa)
+
+
+def test_attention_dp_with_tensor_parallel_experts_pays_the_gather_and_scatter():
+    """Sixteenth trial: DP8 attention with ep 1 sharded the experts eight ways with no communication at all,
+    so the unknown-layout search chose it over DP8 EP8. Every rank's tokens are gathered before the MoE and
+    reduce-scattered after: an all-reduce's traffic over the whole batch, per MoE layer."""
+    from roofline.batch import StepBatch
+    from roofline.catalog import get_hardware, get_model
+    from roofline.deployment import InstanceSpec, Parallelism
+    from roofline.step import step_cost
+
+    def inst(ep: int) -> InstanceSpec:
+        return InstanceSpec(
+            model=get_model("deepseek-v3"),
+            hardware=get_hardware("h200-sxm"),
+            parallel=Parallelism(gpus=8, tp=1, dp_attention=8, ep=ep),
+        )
+
+    b = StepBatch.decode(256, 3000, 0)
+    names = {o.name: o for o in step_cost(inst(1), b).ops}
+    assert "moe.gather_scatter" in names
+    assert names["moe.gather_scatter"].time_s > 0
+    assert "moe.gather_scatter" not in {o.name for o in step_cost(inst(8), b).ops}
