@@ -194,7 +194,9 @@ class Scenario(InputModel):
     phase: Phase = "end-to-end"
     deployment: DeploymentSpec = DeploymentSpec()
     precision: PrecisionSpec = PrecisionSpec()
-    mtp: MTPSpec | Unknown | None = None
+    # left out means unknown (the anchor format's rule, and the README's): the engine's default, said under
+    # "assumed"; `mtp: null` states it off (left out read as off, silently, sixteenth trial)
+    mtp: MTPSpec | Unknown | None = "unknown"
     workload: WorkloadSpec = WorkloadSpec()
     slo: SLOSpec | None = None
     runtime: RuntimeSpec = RuntimeSpec()

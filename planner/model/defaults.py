@@ -177,8 +177,10 @@ def _mtp(s: Scenario, m: ModelSpec, note: list[str]) -> MTPConfig | None:
     if s.mtp is None:
         return None
     if s.mtp == "unknown":
+        if not m.mtp_layers:  # a model without MTP layers has nothing to assume
+            return None
         drafts, source = mtp_default_drafts(s.engine if s.engine != "unknown" else "other")
-        if not drafts or not m.mtp_layers:
+        if not drafts:
             note.append(f"mtp: off ({source})")
             return None
         acc = mtp_acceptance(drafts)

@@ -132,3 +132,24 @@ def test_an_attention_dp_prefill_step_says_its_tokens_are_every_ranks(tmp_path):
     pre = json.loads(out.output)["estimate"]["prefill_step"]
     assert pre["tokens"] == 8 * 128_000
     assert "8 attention-DP ranks step together: priced as each prefilling 1 prompt(s) of 128,000 tokens" in pre["notes"]
+
+
+def test_mtp_left_out_is_unknown_not_silently_off(tmp_path):
+    """Three anchors differing only in mtp read 90.4 tok/s/user left out, 153.9 `unknown`: left out is unknown
+    (the anchor format and the README), so the engine default is applied and said; `null` states it off."""
+    from planner.inputs.scenario import load_scenario
+    from planner.model.defaults import resolve
+
+    base = (
+        "model: deepseek-v3\nhardware: h200-sxm\nengine: sglang\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 8, tp: 8, ep: 8}\n"
+        "workload: {isl: 1000, osl: 1000, concurrency: 4}\n"
+    )
+    notes = {}
+    for name, extra in (("absent", ""), ("unknown", "mtp: unknown\n"), ("off", "mtp: null\n")):
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(base + extra)
+        res = resolve(load_scenario(f))
+        notes[name] = [a for a in res.assumed if a.startswith("mtp")]
+    assert notes["absent"] == notes["unknown"] != []
+    assert notes["off"] == []
