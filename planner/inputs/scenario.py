@@ -100,6 +100,12 @@ class WorkloadSpec(InputModel):
     request_rate: float | None = Field(default=None, le=MAX_RATE)
     kv_len: Annotated[float, Field(le=MAX_TOKENS)] | Unknown | None = None
 
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _unknown_rate(cls, v: object) -> object:
+        """`request_rate: unknown` is a rate not stated, as left out (it was refused: 'expected a valid number')."""
+        return None if v == "unknown" else v
+
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
         for name in ("isl", "osl", "concurrency", "kv_len", "request_rate"):

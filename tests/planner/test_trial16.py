@@ -153,3 +153,16 @@ def test_mtp_left_out_is_unknown_not_silently_off(tmp_path):
         notes[name] = [a for a in res.assumed if a.startswith("mtp")]
     assert notes["absent"] == notes["unknown"] != []
     assert notes["off"] == []
+
+
+def test_request_rate_unknown_is_a_rate_not_stated(tmp_path):
+    """`workload.request_rate: unknown` was refused ('expected a valid number'), though any field may be unknown."""
+    from planner.inputs.scenario import load_scenario
+
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "model: llama-3.1-8b\nhardware: h100-sxm\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
+        "workload: {isl: 1000, osl: 1000, request_rate: unknown}\n"
+    )
+    assert load_scenario(f).workload.request_rate is None
