@@ -286,8 +286,11 @@ def traffic_summary(res: Resolved, result: SimResult, cfg: SimConfig, d: int = 1
     """(what traffic the run simulated, a note when it is not the rate the estimate prices); `d`: the
     slice divisor, the whole deployment's traffic is described."""
     t = result.table
-    arrived = np.sort(t.arrival[~np.isnan(t.arrival)])
-    lengths = f"mean isl {float(np.mean(t.isl)):,.0f} / osl {float(np.mean(t.osl)):,.0f}"
+    warm = int(result.extra.get("warm_start", 0))  # in flight at 0 s with the rest of their prompt computed
+    arrived = np.sort(t.arrival[warm:][~np.isnan(t.arrival[warm:])])
+    lengths = f"mean isl {float(np.mean(t.isl[warm:])):,.0f} / osl {float(np.mean(t.osl[warm:])):,.0f}"
+    if warm:  # their lengths are the warm start's (part of a request each), not the workload's
+        lengths += f", plus {warm:,} requests in flight at 0 s (warm start, never measured)"
     if cfg.trace is None and cfg.arrival is None:
         if res.request_rate is not None:
             return f"Poisson arrivals at {res.request_rate:,.4g} req/s, {lengths}", None

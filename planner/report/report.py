@@ -293,15 +293,21 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         "output_tok_s_per_user",
         "gpus",
         "requests_completed",
+        "requests_warm_start",
         "requests_dropped",
         "requests_preempted",
         "goodput",
         "sim_time_s",
         "wall_time_s",
     ):
-        v = m[key]
+        v = m.get(key)
+        if key == "requests_warm_start" and not v:
+            continue
         # the one tokens-per-user of every view: say which TPOT it divides
-        label = "output_tok_s_per_user (1000 / mean TPOT)" if key == "output_tok_s_per_user" else key
+        label = {
+            "output_tok_s_per_user": "output_tok_s_per_user (1000 / mean TPOT)",
+            "requests_warm_start": "requests_warm_start (in flight at 0 s, in requests_completed, never measured)",
+        }.get(key, key)
         s.add_row(label, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
     kv = m["kv_utilization"]
     s.add_row("kv_utilization (mean / max)", f"{kv['mean']:.1%} / {kv['max']:.1%}")

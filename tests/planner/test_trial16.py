@@ -166,3 +166,27 @@ def test_request_rate_unknown_is_a_rate_not_stated(tmp_path):
         "workload: {isl: 1000, osl: 1000, request_rate: unknown}\n"
     )
     assert load_scenario(f).workload.request_rate is None
+
+
+def test_a_warm_start_is_counted_and_flagged(tmp_path):
+    """simulate read 2,047 completed of 2,000 requests and 'mean isl 2,005 / osl 495' for fixed 2000/500 lengths:
+    the requests in flight at 0 s (a warm start) are now counted apart, flagged in --records and left out of the
+    traffic's lengths."""
+    import csv
+
+    sc = tmp_path / "w.yaml"
+    sc.write_text(
+        "model: llama-3.1-8b\nhardware: h100-sxm\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
+        "workload: {isl: 2000, osl: 500, request_rate: 2}\n"
+    )
+    rec = tmp_path / "r.csv"
+    out = CliRunner().invoke(app, ["simulate", str(sc), "--json", "--records", str(rec)])
+    assert out.exit_code == 0, out.output
+    m = json.loads(out.output)
+    warm = m["requests_warm_start"]
+    assert warm > 0
+    assert m["requests_completed"] == m["requests"] + warm
+    assert "mean isl 2,000 / osl 500" in m["traffic"]
+    rows = list(csv.DictReader(rec.open()))
+    assert sum(r["warm_start"] == "True" for r in rows) == warm
