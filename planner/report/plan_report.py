@@ -141,6 +141,9 @@ def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
         recs = records(a)
     drawn = [(r.simulated.summary or {}) for r in a.recommendations if r.simulated is not None]
     off = next((s for s in drawn if s.get("traffic_note")), None)
+    short = next((s["warning"] for s in drawn if str(s.get("warning", "")).startswith("a short run")), None)
+    if short is not None:  # sixteenth trial: a 50-row trace's rows ranked on tok/s its fill-and-drain run read low
+        out.append(f"simulated rows: {short}")
     if off is not None and a.question.rate:  # sixteenth trial: a gamma run at 3.56 req/s ranked beside estimates at 4
         out.append(
             f"simulated rows replay the workload's own arrivals ({off['traffic']}), not the "
