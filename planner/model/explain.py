@@ -47,6 +47,7 @@ class Explanation:
     rate: float | None = None
     held: float | None = None
     fallbacks: list[str] = field(default_factory=list)  # CUDA-core kernels in use
+    saturated: bool = False  # no traffic stated: each change is priced at its own saturated throughput
     # each fallback an engine chose on this architecture -> the engine, and what its choice was measured on
     chosen_by: dict[str, str] = field(default_factory=dict)
 
@@ -153,6 +154,7 @@ def explain(res: Resolved) -> Explanation:
     conc = base.concurrency if res.request_rate is not None and res.phase == "end-to-end" else None
     if conc is not None:
         exp.rate, exp.held = res.request_rate, conc
+    exp.saturated = res.concurrency is None and res.request_rate is None
     for name, (change, note) in candidate_levers(res, main).items():
         try:
             changed = _with(res, change)
