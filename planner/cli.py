@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from planner.inputs.edge import json_text, one_line
-from planner.inputs.question import build_question, load_question
+from planner.inputs.question import build_question, load_question, trace_beside
 from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
@@ -266,7 +266,7 @@ def plan(
     sim = None
     if workload is not None:
         data = load_yaml(workload)
-        sim = data.get("simulation", data) if isinstance(data, dict) else data
+        sim = trace_beside(data.get("simulation", data) if isinstance(data, dict) else data, workload.parent)
     q = build_question(fields, slo, load_question(question) if question else None, sim)
     if as_json:
         ans = run_plan(q, workers, ray)

@@ -193,5 +193,19 @@ def parse_question(data: object, where: str = "question") -> Question:
     return parse_as(Question, data, where, "question")
 
 
+def trace_beside(sim: object, base: Path) -> object:
+    """A `simulation:` section whose relative trace path is read beside the file it came from, as a scenario's
+    is (from a --workload or --question file it was read from the current folder: 'trace file not found' run
+    from elsewhere, sixteenth trial); anything else as it is."""
+    if isinstance(sim, dict) and isinstance(sim.get("trace"), dict):
+        path = sim["trace"].get("path")
+        if isinstance(path, str) and path and not Path(path).is_absolute():
+            return {**sim, "trace": {**sim["trace"], "path": str((base / path).resolve())}}
+    return sim
+
+
 def load_question(path: str | Path) -> Question:
-    return parse_question(load_yaml(path), str(path))
+    data = load_yaml(path)
+    if isinstance(data, dict) and "simulation" in data:
+        data = {**data, "simulation": trace_beside(data["simulation"], Path(path).parent)}
+    return parse_question(data, str(path))

@@ -209,3 +209,16 @@ def test_a_short_trace_replay_says_its_throughput_is_a_fill_and_drain_runs(tmp_p
     m = json.loads(out.output)
     assert m["requests"] == 50
     assert m["warning"].startswith("a short run: its 50 arrivals span")
+
+
+def test_a_workload_files_trace_is_read_beside_it(tmp_path, shared_dir, monkeypatch):
+    """--workload wl/wl.yaml with `trace.path: tr.csv` failed from another folder ('trace file not found')."""
+    rows = (shared_dir / "traces" / "splitwise_conv.csv").read_text().splitlines()[:41]
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "wl" / "tr.csv").write_text("\n".join(rows) + "\n")
+    wl = tmp_path / "wl" / "wl.yaml"
+    wl.write_text("simulation:\n  trace: {path: tr.csv, format: splitwise, time_scale: 10}\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--workload", str(wl), "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
