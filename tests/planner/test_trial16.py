@@ -222,3 +222,17 @@ def test_a_workload_files_trace_is_read_beside_it(tmp_path, shared_dir, monkeypa
     args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--workload", str(wl), "--json"]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
+
+
+def test_a_stated_concurrency_beside_open_arrivals_gets_a_traffic_note(tmp_path):
+    """workload.concurrency 4 with simulation.arrival poisson 3/s: estimate TPOT 10.35 ms, simulate 24.8, no note."""
+    sc = tmp_path / "s.yaml"
+    sc.write_text(
+        "model: llama-3.1-8b\nhardware: h100-sxm\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
+        "workload: {isl: 1000, osl: 300, concurrency: 4}\n"
+        "simulation:\n  arrival: {kind: poisson, rate: 3}\n  requests: 300\n"
+    )
+    out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
+    assert out.exit_code == 0, out.output
+    assert "prices workload.concurrency 4 (a closed loop)" in json.loads(out.output)["traffic_note"]
