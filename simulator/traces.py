@@ -7,7 +7,8 @@ prefix-block hashes when present.
 A malformed row (a missing field, a non-number, a length that is not positive or beyond
 `MAX_TOKENS`, a timestamp that is not finite or lies more than `MAX_SPAN_S` from the median
 arrival) is skipped and listed in `Trace.skipped` as
-`file:line: reason`; the rest of the file still runs. A file that cannot be read, lacks the
+`file:line: reason`; the rest of the file still runs. A length that is not a whole number is malformed too;
+rows out of time order are replayed in time order and counted (`Trace.reordered`). A file that cannot be read, lacks the
 format's header, or has no good row raises `TraceError` naming the file (and the first bad line).
 Bytes that are not UTF-8 make their row unreadable, not the file.
 """
@@ -44,6 +45,7 @@ class Trace:
     osl: np.ndarray
     hash_ids: list[list[int]] | None = field(default=None)
     skipped: list[str] = field(default_factory=list)  # "file:line: reason" of each malformed row
+    reordered: int = 0  # rows that arrive before a row above them (replayed in time order)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -60,6 +62,8 @@ def _positive(value: object, what: str) -> int:
         raise _BadRow(f"{what} {str(value)[:40]!r} is not a number") from None
     if not 1 <= x <= MAX_TOKENS:
         raise _BadRow(f"{what} must be between 1 and {MAX_TOKENS:,} tokens (got {x:g})")
+    if x != int(x):  # 12.5 was cut to 12, unsaid (sixteenth trial)
+        raise _BadRow(f"{what} {x:g} is not a whole number of tokens")
     return int(x)
 
 
@@ -184,10 +188,12 @@ def _finish(
         h = [h[k] for k in keep] if h is not None else None
     if not len(arr):
         raise TraceError(f"{skipped[0]} (and no good row)" if skipped else f"{path}: no requests")
+    reordered = int((np.diff(arr) < 0).sum())  # re-sorted silently before (sixteenth trial)
     order = np.argsort(arr, kind="stable")
     arr = arr[order] - arr[order][0]
     hashes = [h[k] for k in order] if h is not None else None
-    return Trace(arr, np.asarray(i, dtype=np.int64)[order], np.asarray(o, dtype=np.int64)[order], hashes, skipped)
+    i_, o_ = np.asarray(i, dtype=np.int64)[order], np.asarray(o, dtype=np.int64)[order]
+    return Trace(arr, i_, o_, hashes, skipped, reordered)
 
 
 def read_trace(path: str | Path, fmt: str) -> Trace:

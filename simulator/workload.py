@@ -30,10 +30,19 @@ class Workload:
         return len(self.isl)
 
 
+SKIPPED_SHOWN = 5  # malformed rows a note names (the first, then the next four)
+
+
 def skipped_note(t: Trace) -> list[str]:
-    if not t.skipped:
-        return []
-    return [f"trace: skipped {len(t.skipped)} malformed row(s), first {t.skipped[0]}"]
+    """What a trace's reader left out or changed: its malformed rows (the first few named, not only the first)
+    and how many rows it replayed out of file order."""
+    out = []
+    if t.skipped:
+        more = f"; {len(t.skipped) - SKIPPED_SHOWN:,} more" if len(t.skipped) > SKIPPED_SHOWN else ""
+        out.append(f"trace: skipped {len(t.skipped)} malformed row(s): {'; '.join(t.skipped[:SKIPPED_SHOWN])}{more}")
+    if t.reordered:
+        out.append(f"trace: {t.reordered:,} row(s) arrive before the row above them: replayed in time order")
+    return out
 
 
 def _at(path: str, base: Path | None) -> Path:

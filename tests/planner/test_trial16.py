@@ -236,3 +236,25 @@ def test_a_stated_concurrency_beside_open_arrivals_gets_a_traffic_note(tmp_path)
     out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
     assert out.exit_code == 0, out.output
     assert "prices workload.concurrency 4 (a closed loop)" in json.loads(out.output)["traffic_note"]
+
+
+def test_trace_rows_a_fraction_long_or_out_of_order_are_said(tmp_path):
+    """A length of 12.5 was cut to 12, rows out of order were re-sorted silently, and the note named only the
+    first of several malformed rows."""
+    from simulator.traces import read_trace
+    from simulator.workload import skipped_note
+
+    f = tmp_path / "t.csv"
+    f.write_text(
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+        "0.0,100,10\n2.0,100,10\n1.0,100,10\n3.0,12.5,10\n4.0,x,10\n5.0,100,-1\n"
+    )
+    t = read_trace(f, "splitwise")
+    assert len(t) == 3
+    assert t.reordered == 1
+    notes = skipped_note(t)
+    assert "skipped 3 malformed row(s)" in notes[0]
+    assert ":5: num_prefill_tokens 12.5 is not a whole number of tokens" in notes[0]
+    assert ":6:" in notes[0]
+    assert ":7:" in notes[0]
+    assert "1 row(s) arrive before the row above them" in notes[1]
