@@ -126,6 +126,11 @@ class DeploymentSpec(InputModel):
         total = self.total_gpus
         if total is not None and total > MAX_GPUS:
             raise ValueError(f"{total:,} GPUs in all; at most {MAX_GPUS:,}")
+        if self.known and self.gpus is not None and total != self.gpus:  # 16 were used for gpus: 8, unsaid
+            raise ValueError(
+                f"deployment.gpus is {self.gpus:,} but the pools stated hold {total:,} GPUs: "
+                "give one, or make them agree"
+            )
         return self
 
     @property
