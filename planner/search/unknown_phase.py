@@ -20,6 +20,22 @@ from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec
 from roofline.errors import PlannerError
 
+LAYOUT_RULE = "a pool's tp x dp_attention x pp must equal its gpus_per_instance, and its ep divide it"
+
+
+def stated_text(cons: dict[str, Any]) -> str:
+    """What a deployment states, as words ('aggregated: instances 1, gpus_per_instance 3, tp 2'), not a
+    Python dict (sixteenth trial)."""
+
+    def one(v: Any) -> str:
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {x}" for k, x in v.items()) or "nothing"
+        if isinstance(v, list):
+            return "; ".join(one(x) for x in v)
+        return str(v)
+
+    return "; ".join(f"{r}: {one(v)}" for r, v in cons.items()) or "nothing"
+
 
 def scenario_data(s: Scenario) -> dict[str, Any]:
     """The scenario fields of `s` (an anchor carries more); the `simulation` section as written, so
@@ -78,7 +94,10 @@ def search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deplo
         if best is None or value > best[0]:
             best = (value, res)
     if best is None:
-        raise ScenarioError(f"deployment.{role}: no {role} layout in the search space matches what is stated ({cons})")
+        raise ScenarioError(
+            f"deployment.{role}: no {role} layout in the search space matches what is stated "
+            f"({stated_text({role: cons})}); {LAYOUT_RULE}"
+        )
     dep = best[1].deployment
     goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
     return dep, [f"deployment.{role}: searched ({goal}): {dep.describe()}"], None

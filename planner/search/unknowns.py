@@ -31,7 +31,15 @@ from planner.model.mem_fraction import resolve_fitting
 from planner.search.anchor_units import LATENCY_METRICS as LATENCY
 from planner.search.score import Point, batch_grid, score, slack
 from planner.search.space import Candidate, candidates, deployment, matches, precisions
-from planner.search.unknown_phase import constraints, default_gpus, model_ref, scenario_data, search_phase
+from planner.search.unknown_phase import (
+    LAYOUT_RULE,
+    constraints,
+    default_gpus,
+    model_ref,
+    scenario_data,
+    search_phase,
+    stated_text,
+)
 from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
 from simulator.workload import longest_prompt
@@ -302,10 +310,9 @@ def search_deployment(
         q = q.model_copy(update={"max_gpus": q.max_gpus * 2})  # the traffic needs more than one shape
         best, prec_note = _best(q, cons, facts, metric, stated)
     if best is None:
-        said = ", ".join(f"{r}: {v}" for r, v in cons.items()) or "nothing"
         raise ScenarioError(
-            f"deployment: no deployment of {q.budget} GPUs in the search space matches what is stated ({said})"
-            + (" and meets the slo" if q.slo.targets() else "")
+            f"deployment: no deployment of {q.budget} GPUs in the search space matches what is stated "
+            f"({stated_text(cons)})" + (" and meets the slo" if q.slo.targets() else "") + f"; {LAYOUT_RULE}"
         )
     budget = f"{q.gpus} GPUs" if q.gpus else f"at most {q.max_gpus} GPUs"
     goal = "lowest latency" if metric in LATENCY else "highest throughput per GPU"
