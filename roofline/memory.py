@@ -50,12 +50,16 @@ class MemoryPlan:
         return int(self.kv_pool_bytes // per_seq) if per_seq > 0 else 0
 
     def breakdown_gb(self) -> dict[str, float]:
+        """GB per GPU by use; what weights, buffers, KV and the step's activations leave is `unused_reserve`
+        (it was counted as activations: 75.4 GB of 'activations' at mem_fraction 0.5 on an H200)."""
         other = self.capacity_bytes - self.weights_bytes - self.buffer_bytes - self.kv_pool_bytes
+        act = min(self.activation_bytes, max(other, 0.0))
         return {
             "weights": self.weights_bytes / 1e9,
             "kv_pool": self.kv_pool_bytes / 1e9,
             "comm_buffers": self.buffer_bytes / 1e9,
-            "activations_and_graphs": other / 1e9,
+            "activations_and_graphs": act / 1e9,
+            "unused_reserve": max(other - act, 0.0) / 1e9,
             "offloaded_to_host": self.offloaded_bytes / 1e9,
         }
 

@@ -25,7 +25,8 @@ MEMORY_PARTS = {  # MemoryPlan.breakdown_gb keys -> what the chart says
     "weights": "weights (resident)",
     "kv_pool": "KV cache pool",
     "comm_buffers": "communication buffers",
-    "activations_and_graphs": "activations, CUDA graphs and reserve",
+    "activations_and_graphs": "activations of the largest step",
+    "unused_reserve": "reserve outside the memory fraction (unused)",
 }
 
 

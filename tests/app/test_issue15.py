@@ -206,7 +206,7 @@ def test_8_downloads_carry_the_what_if_and_name_the_question():
 def test_9_memory_chart_shows_offload_and_capacity_in_plain_words(default):
     spec = _chart(default, "offloaded")
     names = [t["name"] for t in spec["data"]]
-    assert not any(n in ("kv_pool", "activations_and_graphs") for n in names)
+    assert not any(n in ("kv_pool", "activations_and_graphs", "unused_reserve") for n in names)
     assert spec["layout"].get("shapes")  # the GPU's capacity line
     # a deployment whose prefill streams experts from host (seed 000's GB200 DP2 EP2 prefill)
     from planner.dashboard.charts import breakdown_figure, memory_figure
