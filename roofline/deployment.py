@@ -92,6 +92,7 @@ class RuntimeOptions(StrictModel):
     # all-reduce instead of NCCL (roofline.comm.CUSTOM_ALLREDUCE); 0: NCCL only.
     custom_allreduce_max_bytes: int = Field(default=0, ge=0)
     kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
+    activations_in_fraction: bool = False  # vLLM: KV = mem_fraction x memory - weights - the step's activations
     # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
     # layers and full layers). "window": sliding layers keep only their window, the rest holds full
     # context (vLLM's hybrid allocator). "equal": every window size gets the same

@@ -165,7 +165,8 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
         kv_heads = max(1, m.attention.num_kv_heads // p.tp)
     kv_tok, win = _kv_layout(inst, kv_heads)
     kv_needed_bytes = kv_needed_tokens * kv_tok
-    free = budget - base - experts - buffers
+    inside = inst.runtime.activations_in_fraction and not inst.runtime.kv_from_free_memory
+    free = budget - base - experts - buffers - (act if inside else 0.0)  # vLLM: activations within the fraction
     offloaded = 0.0
     allow = inst.runtime.offload
     if allow is None:
@@ -182,7 +183,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
             f"(mem_fraction {inst.runtime.mem_fraction} of {hw.memory_gb:g} GB) by {short:.1f} GB"
             + ("" if allow else "; offload is off")
         )
-    if act > cap - budget and not inst.runtime.kv_from_free_memory:
+    if act > cap - budget and not inst.runtime.kv_from_free_memory and not inside:
         raise InsufficientMemoryError(
             f"activations for {tokens:.0f} tokens per step need {act / 1e9:.1f} GB but only "
             f"{(cap - budget) / 1e9:.1f} GB is left outside mem_fraction {inst.runtime.mem_fraction}; "

@@ -193,6 +193,7 @@ class EngineProfile(_Strict):
     version: str
     mem_fraction: SFloat
     kv_from_free_memory: SBool
+    activations_in_fraction: SBool | None = None  # the memory fraction also holds the step's activations (vLLM)
     cuda_graphs: SBool
     cuda_graph_max_batch_per_rank: SInt
     pdl: SBool
