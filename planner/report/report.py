@@ -319,6 +319,15 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
     for key in ("traffic", "slice", "traffic_note", "warning"):
         if m.get(key):
             con.print(f"{key.replace('_', ' ')}: {m[key]}", markup=False)
+    dropped = m.get("requests_dropped") or 0
+    if dropped:  # the reasons were in the JSON only, and the percentiles' population unsaid (sixteenth trial)
+        why = "; ".join(f"{n:,} {r}" for r, n in (m.get("requests_dropped_by_reason") or {}).items())
+        done = m.get("requests_completed") or 0
+        con.print(
+            f"dropped: {dropped:,} of {dropped + done:,} requests ({why or 'reason not recorded'}); the latencies "
+            f"above are the {done:,} that completed",
+            markup=False,
+        )
     for note in m.get("notes") or []:  # e.g. malformed trace rows skipped
         con.print(f"note: {note}", markup=False)
     if m.get("assumed"):

@@ -258,3 +258,33 @@ def test_trace_rows_a_fraction_long_or_out_of_order_are_said(tmp_path):
     assert ":6:" in notes[0]
     assert ":7:" in notes[0]
     assert "1 row(s) arrive before the row above them" in notes[1]
+
+
+def test_simulate_says_how_many_were_dropped_and_why_beside_the_latencies():
+    """130 of 200 requests dropped showed as a count only; the reasons were in the JSON, and the percentiles over
+    the 70 that completed carried no word of it."""
+    import io
+
+    from rich.console import Console
+
+    from planner.report.report import print_simulation
+
+    stats = {"mean": 1.0, "p50": 1.0, "p90": 1.0, "p99": 1.0}
+    m = {
+        **{k: stats for k in ("ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")},
+        **{k: 1.0 for k in ("output_tok_s", "output_tok_s_per_gpu", "input_tok_s_per_gpu", "output_tok_s_per_user")},
+        "gpus": 1,
+        "requests_completed": 70,
+        "requests_dropped": 130,
+        "requests_dropped_by_reason": {"prompt longer than the KV pool": 130},
+        "requests_preempted": 0,
+        "goodput": 0.3,
+        "sim_time_s": 1.0,
+        "wall_time_s": 0.1,
+        "kv_utilization": {"mean": 0.5, "max": 0.9},
+    }
+    con = Console(width=200, record=True, file=io.StringIO())
+    print_simulation(con, "x", m)
+    text = con.export_text()
+    assert "dropped: 130 of 200 requests (130 prompt longer than the KV pool)" in text
+    assert "the latencies above are the 70 that completed" in text
