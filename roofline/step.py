@@ -100,7 +100,8 @@ def _padding(path: KernelPath, rows: float) -> float:
 
 def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
     if op.family == "comm":
-        return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, "nccl/deepep", "comm", "roofline")
+        lib = "deepep" if op.category == "ep_comm" else "nccl"  # a TP all-reduce read 'nccl/deepep' (trial)
+        return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, lib, "comm", "roofline")
     path = path_for(inst, op.family, op.fmt)
     calibrated = _calibrated(op, inst, path)
     if calibrated is not None:
