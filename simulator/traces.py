@@ -103,6 +103,8 @@ def _csv(path: Path, cols: tuple[str | None, str, str]) -> Trace:
             raise TraceError(f"{path}:1: not a CSV header ({exc})") from exc
         want = [c for c in cols if c is not None]
         missing = [c for c in want if c not in names]
+        if not names:  # an empty file read 'header lacks ...' (sixteenth trial)
+            raise TraceError(f"{path}: empty file (expected a header {', '.join(want)} and rows)")
         if missing:
             raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(want)})")
         while True:
