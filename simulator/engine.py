@@ -102,6 +102,9 @@ class Context(Handoff):
         # the serving path sits before the pool a request enters; a decode-only run takes prompts prefilled
         entry = next((p for r in ("prefill", "aggregated") for p in pools if p.role == r), None)
         self.request_overhead_s = entry.inst.runtime.request_overhead_s if entry else 0.0
+        # an engine refuses a request longer than the model's window (a trace row of 200,000 tokens against
+        # Llama-3.1-8B's 131,072 was served, unsaid: sixteenth trial)
+        self.context_window = pools[0].inst.model.context_window if pools else None
         self.router = Router(cfg.router, self.by_role, np.random.default_rng([cfg.seed, 3]))
         self.notes: list[str] = list(wl.notes)
         self.decode_only = not self.router.front

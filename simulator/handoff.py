@@ -35,6 +35,7 @@ class Handoff:
     by_role: dict[str, list[Instance]]
     decode_only: bool
     request_overhead_s: float
+    context_window: int | None
     transfer_s: Callable[[int], float]
     handoff: str  # the decode pool's disagg_kv_handoff, "push" without one
     samplers: dict[int, Any]
@@ -47,8 +48,15 @@ class Handoff:
         """Output tokens request i still has to generate once (re)admitted to decode."""
         return int(self.table.osl[i] - max(self.table.generated[i], 1))
 
+    def drop(self, i: int, reason: str) -> None:
+        raise NotImplementedError
+
     def arrive(self, i: int) -> None:
         self.table.on_arrival(i, self.env.now)
+        window = self.context_window
+        if window and self.table.isl[i] + self.table.osl[i] > window:  # the engine refuses it at once
+            self.drop(i, f"longer than the model's context window ({window:,} tokens)")
+            return
         if self.request_overhead_s:  # the serving path before the engine (RuntimeOptions.request_overhead_s)
             self.env.timeout(self.request_overhead_s).callbacks.append(lambda _ev: self._admit(i))
         else:

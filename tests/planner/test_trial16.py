@@ -288,3 +288,21 @@ def test_simulate_says_how_many_were_dropped_and_why_beside_the_latencies():
     text = con.export_text()
     assert "dropped: 130 of 200 requests (130 prompt longer than the KV pool)" in text
     assert "the latencies above are the 70 that completed" in text
+
+
+def test_a_trace_row_longer_than_the_context_window_is_refused(tmp_path):
+    """A 200,000-token prompt in a trace against Llama-3.1-8B (131,072-token window) was served: TTFT 22 s."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,1000,50\n0.5,200000,50\n1.0,1000,50\n")
+    sc = tmp_path / "s.yaml"
+    sc.write_text(
+        "model: llama-3.1-8b\nhardware: h100-sxm\n"
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
+        "workload: {isl: 1000, osl: 50}\n"
+        f"simulation:\n  trace: {{path: {trace}, format: splitwise}}\n"
+    )
+    out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
+    assert out.exit_code == 0, out.output
+    m = json.loads(out.output)
+    assert m["requests_dropped"] == 1
+    assert m["requests_dropped_by_reason"] == {"longer than the model's context window (131,072 tokens)": 1}

@@ -65,9 +65,10 @@ def _mooncake(tmp_path: Path, rows: list[tuple[float, int, int]]) -> str:
 def test_a_request_whose_output_outgrows_the_kv_pool_is_dropped_at_admission_not_preempted_forever(tmp_path):
     """Issue 13 livelock: a prompt that fits the KV pool while prompt + output does not, with
     kv_reservation 0, was admitted, preempted and re-prefilled forever (2.2M preemptions)."""
-    trace = _mooncake(tmp_path, [(0, 1000, 10), (100, 300_000, 300_000), (200, 1000, 10)])
+    # within Llama-3.1-8B's 131,072-token window (a longer one is refused at arrival), beyond a pool of ~90,000
+    trace = _mooncake(tmp_path, [(0, 1000, 10), (100, 60_000, 60_000), (200, 1000, 10)])
     sim = {"trace": {"path": trace, "format": "mooncake"}, "kv_reservation": 0.0, "requests": 3}
-    res = scenario(AGG_LLAMA, {"isl": 1000, "osl": 10, "concurrency": 1}, sim)
+    res = scenario(AGG_LLAMA, {"isl": 1000, "osl": 10, "concurrency": 1}, sim, runtime={"mem_fraction": 0.35})
     _, m = run_simulation(res)
     assert m["requests_dropped_by_reason"] == {NEVER_FITS: 1}
     assert m["preemptions"] == 0
@@ -130,11 +131,12 @@ def test_a_deployment_the_plan_finds_fitting_is_simulated_with_the_same_kv_rule(
     """The plan's fit check, the estimate and the simulator ask one thing of an aggregated pool's KV
     (roofline.memory.kv_needed_tokens): one sequence at its full length. Llama-70B bf16 on 2 H100 at
     memory fraction 0.84 leaves 1.3 GB of KV, 7,800 tokens: enough for a 3,000-token sequence, so the
-    plan kept it, but the simulator asked for two 8,192-token prefill steps (2.7 GB) and refused it."""
+    plan kept it, but the simulator asked for two 8,192-token prefill steps (2.7 GB) and refused it. (SGLang:
+    vLLM's fraction also holds the step's activations, which this fraction leaves no room for.)"""
     base = {
         "model": "llama-3.1-70b",
         "hardware": "h100-sxm",
-        "engine": "vllm",
+        "engine": "sglang",
         "deployment": {"aggregated": {"gpus_per_instance": 2, "tp": 2}},
         "precision": {"attention": "bf16", "kv_cache": "bf16", "dense": "bf16", "moe": "bf16"},
     }
