@@ -170,7 +170,7 @@ def verify_ranked(
     point of the highest `value` (the plan's objective by estimate; without one, rank order, every best
     point before any lower one). So a deployment that misses at batch 32 is tried at batch 16 before a
     deployment whose best point promises a sixth of its throughput (new-user trial: DeepSeek-V3 on 8 RTX
-    PRO 6000 answered 9.9 tok/s/GPU with a row at 63 verified one batch down). Then, for one that met
+    PRO 6000 answered 9.9 tok/s/GPU with a row at 52.3 verified one batch down). Then, for one that met
     only lower down, batches between (no traffic stated only: under a stated rate or concurrency the
     batch is what the traffic keeps in flight). A point the simulator cannot build (e.g. its KV pool
     cannot hold two prefill budgets) stays an estimate, and `failed` says why. With `workers` > 1 the
