@@ -11,7 +11,8 @@ pytest.importorskip("torch")
 FAKE = {"device": "cpu", "engine": "tests.runtime.fake_engine:FakeEngine", "timeout_s": 120}
 
 
-@pytest.mark.parametrize(("prefill", "decode"), [(1, 1), (2, 1)])
+# two prefill ranks (the routed case) by default; one prefill rank in the long profile (`pytest -m fuzz`)
+@pytest.mark.parametrize(("prefill", "decode"), [pytest.param(1, 1, marks=pytest.mark.fuzz), (2, 1)])
 def test_closed_loop_pd_serves_every_request_and_splits_ttft(prefill, decode):
     """Every request of each closed-loop workload finishes (prompts longer than the budget are
     chunked); TTFT is the sum of its queue, prefill and transfer parts; the first decode step follows."""
