@@ -13,6 +13,8 @@ planner/engines/*.yaml; simulator.decode_instance does the decode side):
   prefill's forward and is taken in at the next step boundary.
 A recompute after preemption prefills again and hands off by push (or pull); a run without a decode
 pool ends each request at its first token; a decode-only run takes prompts prefilled, with no hand-off.
+A request longer than the model's context window (input + output) is refused at arrival, as the
+engines refuse it, and counted as dropped with that reason.
 """
 
 from __future__ import annotations
