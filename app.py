@@ -18,7 +18,8 @@ from planner.dashboard import answers, charts, exports, inputs, pages, simview, 
 from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.inputs.question import DEFAULT_QUESTION, Question, build_question
-from planner.report.plan_report import notes, table_rows
+from planner.report.plan_notes import notes
+from planner.report.plan_report import records, table_rows
 from planner.search.plan import Answer, plan
 from roofline.catalog import hardware_ids, model_ids
 from roofline.errors import PlannerError
@@ -177,7 +178,7 @@ def plan_page(q_in: dict[str, Any]) -> None:
     st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulated")
     if q.simulation and q.simulation.trace:
         st.info(f"Trace-driven: the simulated rows and the time series replay {Path(q.simulation.trace.path).name}.")
-    for msg in filter(None, [view.closest_message(a), *notes(a)]):
+    for msg in filter(None, [view.closest_message(a), *notes(a, records(a))]):
         st.warning(msg)
     empty = view.empty_reason(a)
     if empty:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.inputs.question import Question
-from planner.launch import UNAVAILABLE, launch_commands, requirements
+from planner.launch import launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
-from planner.model.estimator import max_batch
 from planner.model.metrics import Metrics
+from planner.report.plan_notes import load_note, notes
 from planner.report.table_fit import fitted
 from planner.search.compare import user_figure
 from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
@@ -130,80 +129,6 @@ def _headroom(name: str, v: float) -> str:
     """target / achieved - 1 as a percentage; from 10x the target up as a multiple ('TTFT+168921%' read
     as noise in the sixteenth trial: 'TTFT 1,690x')."""
     return f"{name}{v:+.0%}" if v < 9 else f"{name} {v + 1:,.0f}x"
-
-
-SLOT_SD = 3.0  # Poisson standard deviations of requests in flight that a row's batch keeps below its slots
-
-
-def _near_slots(a: Answer, shown: int = 8) -> list[str]:
-    """Estimate rows (of the first `shown`) whose batch under Poisson arrivals sits within SLOT_SD standard
-    deviations of their decode slots (the KV pool at full length): there the wait for a slot is steep, so a few
-    per cent more TPOT than estimated puts seconds on TTFT (sixteenth trial: Llama-3.1-8B on 3 H100, batch 287
-    of 323 slots, TTFT 126 ms by estimate, p90 1,333 ms simulated)."""
-    q = a.question
-    if q.concurrency is not None:  # a closed loop's clients wait for no slot while their requests fit
-        return []
-    near = []
-    for rank, r in enumerate(a.recommendations[:shown], 1):
-        if r.simulated is not None:
-            continue
-        slots, b = max_batch(r.deployment, q.isl, q.osl), r.point.batch
-        if 0 < b < slots and slots - b < SLOT_SD * math.sqrt(b):
-            near.append(f"#{rank} (batch {b:,} of {slots:,})")
-    if not near:
-        return []
-    return [
-        f"{', '.join(near)}: estimates within {SLOT_SD:g} standard deviations of their KV slots, where the wait for "
-        "a slot is steep: a few per cent more TPOT than estimated adds seconds of TTFT, so their TTFT is the least "
-        "certain figure (`planner simulate` their exported scenarios to see it)"
-    ]
-
-
-def notes(a: Answer, recs: list[dict[str, Any]] | None = None) -> list[str]:
-    """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
-    per GPU given; under `--optimize gpus`, that it is the fewest that serve the load); where it needs
-    weights no catalog checkpoint holds, the first row that loads one (its rank and tok/s/GPU against
-    the first's); where a simulated row's arrivals (a workload's gamma or trace) average a rate other than the
-    one the estimate rows price, that it was so. `recs`: the answer's records."""
-    out = list(a.notes)
-    if recs is None:
-        recs = records(a)
-    drawn = [(r.simulated.summary or {}) for r in a.recommendations if r.simulated is not None]
-    off = next((s for s in drawn if s.get("traffic_note")), None)
-    short = next((s["warning"] for s in drawn if str(s.get("warning", "")).startswith("a short run")), None)
-    if short is not None:  # sixteenth trial: a 50-row trace's rows ranked on tok/s its fill-and-drain run read low
-        out.append(f"simulated rows: {short}")
-    if off is not None and a.question.rate:  # sixteenth trial: a gamma run at 3.56 req/s ranked beside estimates at 4
-        out.append(
-            f"simulated rows replay the workload's own arrivals ({off['traffic']}), not the "
-            f"{a.question.rate:,.4g} req/s the estimate rows price: their figures are that run's"
-        )
-    out += _near_slots(a)
-    given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
-    if given and 0 < used < given and a.question.optimize == "gpus":  # the fewest GPUs is what was asked
-        out.append(f"#1 uses {used} of the {given} GPUs given: the fewest that serve the load ({given - used} spare)")
-    elif given and 0 < used < given:  # a fixed budget the first row does not fill: spare GPUs idle
-        per_given = recs[0]["output_tok_s_per_gpu"] * used / given
-        out.append(
-            f"#1 uses {used} of the {given} GPUs given ({given - used} idle); its tok/s/GPU counts the {used} it "
-            f"uses: {per_given:,.1f} per GPU given"
-        )
-    if not recs or not any(UNAVAILABLE in n for n in recs[0]["needs"]):
-        return out
-    first = recs[0]["output_tok_s_per_gpu"]
-    ready = next((d for d in recs if not any(UNAVAILABLE in n for n in d["needs"])), None)
-    head = f"#1 needs weights no catalog checkpoint holds ({'; '.join(recs[0]['needs'])})"
-    if ready is None:
-        return [*out, f"{head}; no recommended row loads a catalog checkpoint"]
-    change = ready["output_tok_s_per_gpu"] / first - 1 if first else 0.0
-    verdict = {"meets": "meets the SLO", "misses": "misses the SLO", "unverified": "is unverified"}.get(
-        ready["slo_verdict"], "has no SLO to meet"
-    )
-    return [
-        *out,
-        f"{head}; #{ready['rank']} is the first that loads one: {ready['output_tok_s_per_gpu']:,.1f} tok/s/GPU, "
-        f"{change:+.1%} against #1's; it {verdict} ({ready['slo_verdict_by']})",
-    ]
 
 
 def _verdict(meets: bool | None, m: Metrics) -> str:
@@ -362,23 +287,6 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
             con.print(Text(f"{engine} launch for #1:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
         con.print(Text(load_note(q, best), style="dim"))
-
-
-def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
-    """What the launch commands do not enforce: the traffic the row was verified at."""
-    res = as_resolved(q, r.point)  # the traffic the row was simulated at, as its scenario states it
-    load = (
-        f"{max(1, round(res.concurrency)):,} requests in flight"
-        if res.concurrency is not None
-        else f"{res.request_rate or 0:,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
-    )
-    return (
-        f"#{rank}'s figures are for {load}. The launches keep each engine's running-request limit, "
-        "so a heavier load is admitted and TPOT grows past the row's: limit the offered load at the router or "
-        "client, or cap running requests at the row's batch (SGLang --max-running-requests, vLLM --max-num-seqs, "
-        "TensorRT-LLM max_batch_size; per attention-DP rank where the engine counts per rank) to queue the excess "
-        "(TTFT grows instead)."
-    )
 
 
 MODE_COLORS = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}

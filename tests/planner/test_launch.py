@@ -301,7 +301,7 @@ def test_the_plan_says_which_load_its_first_row_meets():
     """New-user trial: the launch commands admit the engine's running limit (1,433 for a row planned
     at batch 56) with nothing saying the row holds only at its own load."""
     from planner.inputs.question import build_question
-    from planner.report.plan_report import load_note
+    from planner.report.plan_notes import load_note
     from planner.search.plan import plan
 
     q = build_question({"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1, "concurrency": 8, "verify_top": 0})
