@@ -48,13 +48,7 @@ TABLE_COLUMNS = list(COLUMN_WIDTHS)  # tok/s/user (1000 / TPOT) is the Pareto ch
 
 def header(q: Question) -> str:
     """The question in one sentence (the page title's subtitle)."""
-    traffic = (
-        f"{q.rate:g} requests/s"
-        if q.rate is not None
-        else f"{q.concurrency:,} requests in flight"
-        if q.concurrency is not None
-        else "each deployment at its best operating point"
-    )
+    traffic = q.traffic_text or "each deployment at its best operating point"
     slo = ", ".join(f"{SLO_NAMES[k]} p90 <= {v:g} ms" for k, v in q.slo.targets().items()) or "no SLO"
     budget = f"exactly {q.gpus}" if q.gpus else f"at most {q.max_gpus}"
     return (

@@ -89,6 +89,13 @@ class Question(StrictModel):
     def budget(self) -> int:
         return self.gpus or self.max_gpus or 0
 
+    @property
+    def traffic_text(self) -> str:
+        """The traffic stated, in words ('4 requests/s', '32 requests in flight'); '' when none is."""
+        if self.rate is not None:
+            return f"{self.rate:,.4g} requests/s"
+        return f"{self.concurrency:,} requests in flight" if self.concurrency is not None else ""
+
 
 DEFAULT_QUESTION = Question(
     model="deepseek-v3",

@@ -258,16 +258,9 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         )
     for mode, front in a.fronts.items():
         if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
-            q = a.question
-            traffic = (
-                f"serves {q.rate:,.4g} requests/s"
-                if q.rate is not None
-                else f"holds {q.concurrency:,} requests in flight"
-                if q.concurrency is not None
-                else ""
-            )
+            traffic = a.question.traffic_text
             why = (  # under stated traffic the points are that traffic's: none where no deployment serves it
-                f"no {mode} deployment within the question's GPUs {traffic} with TTFT within the SLO"
+                f"no {mode} deployment within the question's GPUs serves {traffic} with TTFT within the SLO"
                 if a.scored and traffic and not a.recommendations
                 else f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
                 if a.scored

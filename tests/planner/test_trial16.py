@@ -16,6 +16,10 @@ from roofline.catalog import model_from_hf_file
 CONFIGS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "hf_configs"
 KIMI = CONFIGS / "moonshotai--Kimi-K2.5_config.json"
 GPT_OSS = CONFIGS / "openai--gpt-oss-120b_config.json"
+# one Llama-3.1-8B instance on one H100: the start of the scenario files the simulate findings write
+LLAMA_1GPU = (
+    "model: llama-3.1-8b\nhardware: h100-sxm\ndeployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
+)
 
 
 @pytest.mark.skipif(not KIMI.exists(), reason="shared reference configs not beside the repo")
@@ -160,11 +164,7 @@ def test_request_rate_unknown_is_a_rate_not_stated(tmp_path):
     from planner.inputs.scenario import load_scenario
 
     f = tmp_path / "s.yaml"
-    f.write_text(
-        "model: llama-3.1-8b\nhardware: h100-sxm\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
-        "workload: {isl: 1000, osl: 1000, request_rate: unknown}\n"
-    )
+    f.write_text(LLAMA_1GPU + "workload: {isl: 1000, osl: 1000, request_rate: unknown}\n")
     assert load_scenario(f).workload.request_rate is None
 
 
@@ -175,11 +175,7 @@ def test_a_warm_start_is_counted_and_flagged(tmp_path):
     import csv
 
     sc = tmp_path / "w.yaml"
-    sc.write_text(
-        "model: llama-3.1-8b\nhardware: h100-sxm\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
-        "workload: {isl: 2000, osl: 500, request_rate: 2}\n"
-    )
+    sc.write_text(LLAMA_1GPU + "workload: {isl: 2000, osl: 500, request_rate: 2}\n")
     rec = tmp_path / "r.csv"
     out = CliRunner().invoke(app, ["simulate", str(sc), "--json", "--records", str(rec)])
     assert out.exit_code == 0, out.output
@@ -199,9 +195,7 @@ def test_a_short_trace_replay_says_its_throughput_is_a_fill_and_drain_runs(tmp_p
     trace.write_text("\n".join(rows) + "\n")
     sc = tmp_path / "s.yaml"
     sc.write_text(
-        "model: llama-3.1-8b\nhardware: h100-sxm\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
-        "workload: {isl: 1000, osl: 250}\n"
+        LLAMA_1GPU + "workload: {isl: 1000, osl: 250}\n"
         f"simulation:\n  trace: {{path: {trace}, format: splitwise, time_scale: 10}}\n"
     )
     out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
@@ -228,9 +222,7 @@ def test_a_stated_concurrency_beside_open_arrivals_gets_a_traffic_note(tmp_path)
     """workload.concurrency 4 with simulation.arrival poisson 3/s: estimate TPOT 10.35 ms, simulate 24.8, no note."""
     sc = tmp_path / "s.yaml"
     sc.write_text(
-        "model: llama-3.1-8b\nhardware: h100-sxm\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
-        "workload: {isl: 1000, osl: 300, concurrency: 4}\n"
+        LLAMA_1GPU + "workload: {isl: 1000, osl: 300, concurrency: 4}\n"
         "simulation:\n  arrival: {kind: poisson, rate: 3}\n  requests: 300\n"
     )
     out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
@@ -296,10 +288,7 @@ def test_a_trace_row_longer_than_the_context_window_is_refused(tmp_path):
     trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,1000,50\n0.5,200000,50\n1.0,1000,50\n")
     sc = tmp_path / "s.yaml"
     sc.write_text(
-        "model: llama-3.1-8b\nhardware: h100-sxm\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 1, tp: 1}\n"
-        "workload: {isl: 1000, osl: 50}\n"
-        f"simulation:\n  trace: {{path: {trace}, format: splitwise}}\n"
+        LLAMA_1GPU + f"workload: {{isl: 1000, osl: 50}}\nsimulation:\n  trace: {{path: {trace}, format: splitwise}}\n"
     )
     out = CliRunner().invoke(app, ["simulate", str(sc), "--json"])
     assert out.exit_code == 0, out.output
