@@ -259,8 +259,8 @@ def run_simulation(
             f"over capacity: {short}grows for as long as the run lasts, so these latencies are this run's length's, "
             "not a steady state's"
         )
-    elif _short_replay(result, summary):
-        summary["warning"] = _short_replay(result, summary)
+    elif too_short := _short_replay(result, summary):
+        summary["warning"] = too_short
     elif not ok:
         summary["warning"] = _unsteady(cfg, gap)
     return result, summary
