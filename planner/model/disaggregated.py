@@ -112,14 +112,14 @@ def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int
     lo = np.where(r == r_lo, 1, (r - 1) * dp + 1)
     hi = r * dp
 
-    def cdf(k: np.ndarray) -> np.ndarray:
-        return np.asarray(np.where(k >= 0, pdtr(np.maximum(k, 0), lam), 0.0), dtype=float)
-
-    upper, upper_k = cdf(hi), cdf(hi - 1)
+    n = len(r)
+    ks = np.concatenate((hi, hi - 1, lo - 1, lo - 2))  # one Poisson CDF call (P(K <= k), 0 below k = 0)
+    cdf = pdtr(np.maximum(ks, 0), lam) * (ks >= 0)
+    upper, upper_k = cdf[:n], cdf[n : 2 * n]
     upper[-1] = upper_k[-1] = 1.0
-    p = upper - cdf(lo - 1)
-    k = lam * (upper_k - cdf(lo - 2))
-    times = np.array([step_s(int(v)) for v in r])
+    p = upper - cdf[2 * n : 3 * n]
+    k = lam * (upper_k - cdf[3 * n :])
+    times = np.fromiter((step_s(v) for v in range(r_lo, r_hi + 1)), float, n)
     w, mk = float(p.sum()), float(k.sum())
     if w <= 0 or mk <= 0:
         last = step_s(r_hi)
