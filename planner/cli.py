@@ -266,7 +266,8 @@ def plan(
     sim = None
     if workload is not None:
         data = load_yaml(workload)
-        sim = trace_beside(data.get("simulation", data) if isinstance(data, dict) else data, workload.parent)
+        raw = data.get("simulation", data) if isinstance(data, dict) else data
+        sim = trace_beside(raw, workload.parent, str(workload))
     q = build_question(fields, slo, load_question(question) if question else None, sim)
     if as_json:
         ans = run_plan(q, workers, ray)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from planner.inputs.edge import ScenarioError
-from planner.inputs.scenario import load_yaml, parse_as
+from planner.inputs.scenario import anchored, load_yaml, parse_as
 from roofline.catalog.schema import StrictModel
 from simulator.config import MAX_RATE, MIN_RATE, ArrivalSpec, SimConfig
 from simulator.workload import in_flight_kv, longest_prompt, mean_lengths, trace_rate
@@ -200,19 +200,18 @@ def parse_question(data: object, where: str = "question") -> Question:
     return parse_as(Question, data, where, "question")
 
 
-def trace_beside(sim: object, base: Path) -> object:
-    """A `simulation:` section whose relative trace path is read beside the file it came from, as a scenario's
-    is (from a --workload or --question file it was read from the current folder: 'trace file not found' run
-    from elsewhere, sixteenth trial); anything else as it is."""
-    if isinstance(sim, dict) and isinstance(sim.get("trace"), dict):
-        path = sim["trace"].get("path")
-        if isinstance(path, str) and path and not Path(path).is_absolute():
-            return {**sim, "trace": {**sim["trace"], "path": str((base / path).resolve())}}
-    return sim
+def trace_beside(sim: object, base: Path, where: str) -> SimConfig | None:
+    """A raw `simulation:` section from the file at `where`, parsed, its relative trace paths (the
+    replayed trace and empirical length traces) read beside that file as a scenario's are (`anchored`;
+    from a --workload or --question file they were read from the current folder: 'trace file not found'
+    run from elsewhere, sixteenth trial)."""
+    if sim is None:
+        return None
+    return anchored(parse_as(SimConfig, sim, f"{where}: simulation", "simulation"), base)
 
 
 def load_question(path: str | Path) -> Question:
     data = load_yaml(path)
     if isinstance(data, dict) and "simulation" in data:
-        data = {**data, "simulation": trace_beside(data["simulation"], Path(path).parent)}
+        data = {**data, "simulation": trace_beside(data["simulation"], Path(path).parent, str(path))}
     return parse_question(data, str(path))

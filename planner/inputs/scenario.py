@@ -264,3 +264,22 @@ def parse_scenario(data: Any, where: str = "scenario") -> Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(load_yaml(path), where=str(path))
+
+
+def anchored(sim: SimConfig | None, base_dir: Path | None) -> SimConfig | None:
+    """`sim` with its relative trace paths (`simulation.trace`, empirical lengths) made absolute
+    against the scenario's folder, so that every later run finds them wherever it is started."""
+    if sim is None or base_dir is None:
+        return sim
+
+    def fix(path: str) -> str:
+        return path if Path(path).is_absolute() else str((base_dir / path).resolve())
+
+    update: dict[str, Any] = {}
+    for name in ("input_len", "output_len"):
+        d = getattr(sim, name)
+        if d is not None and d.trace is not None:
+            update[name] = d.model_copy(update={"trace": fix(d.trace)})
+    if sim.trace is not None:
+        update["trace"] = sim.trace.model_copy(update={"path": fix(sim.trace.path)})
+    return sim.model_copy(update=update) if update else sim

@@ -13,7 +13,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.engines import fp8_kv_default, fp8_mla_decode_default, mtp_default_drafts, runtime_options
-from planner.inputs.scenario import PER_POOL_RUNTIME, Scenario, ScenarioError, SLOSpec, format_validation_error
+from planner.inputs.scenario import (
+    PER_POOL_RUNTIME,
+    Scenario,
+    ScenarioError,
+    SLOSpec,
+    anchored,
+    format_validation_error,
+)
 from planner.model.context import context_problem
 from planner.model.deployment import ROLES, Deployment, Pool, make_pool
 from roofline.catalog import get_hardware, get_model
@@ -35,7 +42,7 @@ def mtp_acceptance(draft_tokens: int) -> float:
     for i in range(draft_tokens):
         chain *= max(0.85 - 0.20 * i, 0.0)
         total += chain
-    return total
+    return round(total, 9)  # 1.651125, not the products' 1.6511249999999997 (written into scenarios)
 
 
 @dataclass(slots=True)
@@ -287,25 +294,6 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     if base_dir is not None and (base_dir / ref).is_file():
         ref = str((base_dir / ref).resolve())
     return Resolved(dep, *traffic, assumed, s.phase, s.slo, sim, s.name, ref)
-
-
-def anchored(sim: SimConfig | None, base_dir: Path | None) -> SimConfig | None:
-    """`sim` with its relative trace paths (`simulation.trace`, empirical lengths) made absolute
-    against the scenario's folder, so that every later run finds them wherever it is started."""
-    if sim is None or base_dir is None:
-        return sim
-
-    def fix(path: str) -> str:
-        return path if Path(path).is_absolute() else str((base_dir / path).resolve())
-
-    update: dict[str, Any] = {}
-    for name in ("input_len", "output_len"):
-        d = getattr(sim, name)
-        if d is not None and d.trace is not None:
-            update[name] = d.model_copy(update={"trace": fix(d.trace)})
-    if sim.trace is not None:
-        update["trace"] = sim.trace.model_copy(update={"path": fix(sim.trace.path)})
-    return sim.model_copy(update=update) if update else sim
 
 
 def to_scenario(res: Resolved) -> dict[str, Any]:

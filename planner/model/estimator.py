@@ -200,16 +200,24 @@ def estimate_prefill(res: Resolved) -> Metrics:
     step, n = prefill_step(pool, res.isl)
     rate = pool.instances * n / step.time_s
     m = Metrics("estimate", "prefill", pool.gpus, float(n * pool.instances), ttft_s=step.time_s)
-    m.input_tok_s, m.prefill_step, m.assumed = rate * res.isl, step, list(res.assumed)
+    m.input_tok_s, m.prefill_step, m.assumed = rate * res.isl, step, list(res.assumed) + _one_phase(pool, "prefill")
     m.memory["prefill"] = memory(pool, kv_needed_tokens(pool.instance, "prefill", res.isl))
     return m
+
+
+def _one_phase(pool: Pool, phase: str) -> list[str]:
+    """The note a one-phase estimate of an aggregated pool carries: its steps priced alone."""
+    if pool.role != "aggregated":
+        return []
+    other = "decodes" if phase == "prefill" else "prefill chunks"
+    return [f"phase: {phase} of an aggregated pool prices its {phase} steps alone (no {other} share them)"]
 
 
 def estimate_decode(res: Resolved, concurrency: float | None = None) -> Metrics:
     pool = res.pool("decode", "aggregated")
     conc = concurrency if concurrency is not None else res.concurrency
     cap = decode_capacity(pool, res.kv_len)
-    assumed = list(res.assumed)
+    assumed = list(res.assumed) + _one_phase(pool, "decode")
     if conc is None:
         conc = float(cap * pool.instances)
         assumed.append(f"decode batch: {cap} per instance (fills the KV pool at {res.kv_len:.0f} tokens)")

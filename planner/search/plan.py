@@ -78,8 +78,9 @@ SCORE_REASONS = {"InsufficientMemoryError": "no memory left for this traffic's K
 
 
 def objective(q: Question, p: Point, m: Metrics | None = None) -> float:
-    """Larger is better; from `m` (simulated figures) where given, else the point's estimate."""
-    tput = (m or p.metrics).output_tok_s_per_gpu
+    """Larger is better; from `m` (simulated figures) where given, else the point's estimate. Throughput
+    is compared to a millionth of a token/s, so rows equal but for float noise keep the search's order."""
+    tput = round((m or p.metrics).output_tok_s_per_gpu, 6)
     if q.optimize == "gpus":
         return -p.gpus + tput * 1e-9
     return tput  # cost per token is price / throughput per GPU: same order

@@ -105,7 +105,7 @@ class AnchorResult:
     predicted: float | None
     rel_error: float | None
     within_tolerance: bool
-    method: str
+    method: str  # estimate or simulate; none where the anchor could not be predicted (error)
     assumed: list[str] = field(default_factory=list)
     error: str | None = None
     tolerance: float = 0.15
@@ -173,7 +173,7 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
             None,
             None,
             False,
-            "estimate",
+            "none",
             [],
             format_validation_error(exc, f"anchor {aid}"),
             tol,
@@ -182,7 +182,7 @@ def predict_anchor(raw: Any, base_dir: Path) -> AnchorResult:
     except PlannerError as exc:
         why = one_line(str(exc), 600)
         bad = isinstance(exc, INPUT_ERRORS)
-        return AnchorResult(aid, metric, published, None, None, False, "estimate", [], why, tol, bad)
+        return AnchorResult(aid, metric, published, None, None, False, "none", [], why, tol, bad)
     rel = (predicted - a.value) / a.value
     ok = abs(rel) <= a.tolerance
     return AnchorResult(a.id, a.metric, a.value, predicted, rel, ok, method, [*notes, *assumed], None, a.tolerance)

@@ -47,6 +47,7 @@ def test_a_bad_anchor_is_a_row_with_its_reason_not_a_crash(tmp_path):
     assert by_id["bad"].predicted is None
     assert "nvfp4" in by_id["bad"].error
     assert "workload.isl" in by_id["neg"].error
+    assert [by_id[i].method for i in ("bad", "neg")] == ["none", "none"]  # not an estimate: nothing was predicted
 
 
 def test_a_repeated_id_is_an_input_error_of_that_anchor_only(tmp_path):

@@ -1,0 +1,57 @@
+"""Findings of the seventeenth session: one-phase estimates of an aggregated pool say what they leave
+out, and an exported MTP acceptance carries no float noise."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.model.defaults import mtp_acceptance
+
+LLAMA_1GPU = {
+    "model": "llama-3.1-8b",
+    "hardware": "h100-sxm",
+    "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1}},
+    "workload": {"isl": 1000, "osl": 200, "concurrency": 8},
+}
+
+
+def _estimate(tmp_path, scenario: dict[str, object]) -> dict[str, object]:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(app, ["estimate", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def test_a_decode_phase_of_an_aggregated_pool_says_no_prefill_shares_its_steps(tmp_path):
+    """It priced decode steps alone and said nothing: an aggregated pool's steps carry prefill chunks."""
+    data = _estimate(tmp_path, {**LLAMA_1GPU, "phase": "decode"})
+    assert any("prices its decode steps alone (no prefill chunks share them)" in a for a in data["assumed"])
+    pre = _estimate(tmp_path, {**LLAMA_1GPU, "phase": "prefill"})
+    assert any("prices its prefill steps alone (no decodes share them)" in a for a in pre["assumed"])
+    whole = _estimate(tmp_path, LLAMA_1GPU)
+    assert not any("alone" in a for a in whole["assumed"])
+
+
+def test_the_default_mtp_acceptance_is_written_without_float_noise():
+    """A plan's exported scenario read `accepted_tokens: 1.6511249999999997`."""
+    assert [mtp_acceptance(n) for n in (1, 2, 3)] == [0.85, 1.4025, 1.651125]
+    assert repr(mtp_acceptance(3)) == "1.651125"
+
+
+def test_a_workload_files_empirical_length_trace_is_read_beside_the_file(tmp_path, monkeypatch):
+    """Only `simulation.trace` was read beside a --workload file; an empirical length trace was looked up
+    in the current folder (one mechanism now, `planner.inputs.scenario.anchored`)."""
+    folder = tmp_path / "traffic"
+    folder.mkdir()
+    (folder / "lens.csv").write_text("input_length,output_length\n" + "600,90\n" * 40)
+    (folder / "w.yaml").write_text("simulation:\n  input_len: {kind: empirical, trace: lens.csv, format: lengths}\n")
+    monkeypatch.chdir(tmp_path)  # elsewhere than the workload's folder
+    args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--osl", "100"]
+    out = CliRunner().invoke(app, [*args, "--workload", str(folder / "w.yaml"), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["question"]["isl"] == 600  # the trace's own mean prompt
