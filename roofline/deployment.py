@@ -91,8 +91,11 @@ class RuntimeOptions(StrictModel):
     # Largest TP all-reduce message (bytes per GPU) the engine sends through its own custom
     # all-reduce instead of NCCL (roofline.comm.CUSTOM_ALLREDUCE); 0: NCCL only.
     custom_allreduce_max_bytes: int = Field(default=0, ge=0)
-    kv_from_free_memory: bool = False  # TRT-LLM: KV = mem_fraction x memory left after weights
-    activations_in_fraction: bool = False  # vLLM: KV = mem_fraction x memory - weights - the step's activations
+    # What the memory fraction sizes (planner/engines/*.yaml `kv_sizing`, sourced there). "static"
+    # (SGLang mem_fraction_static): weights + KV fit in fraction x memory, the step's activations outside.
+    # "free" (TRT-LLM free_gpu_memory_fraction): KV = fraction x what weights and activations leave.
+    # "with_activations" (vLLM gpu_memory_utilization): weights + activations + KV fit in fraction x memory.
+    kv_sizing: Literal["static", "free", "with_activations"] = "static"
     # How the KV pool is split between a model's attention-window sizes (gpt-oss: 128-token sliding
     # layers and full layers). "window": sliding layers keep only their window, the rest holds full
     # context (vLLM's hybrid allocator). "equal": every window size gets the same

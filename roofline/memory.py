@@ -156,7 +156,8 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
     buffers = DEEPEP_BUFFER_BYTES if p.ep > 1 and p.dp_attention > 1 else 0.0
     tokens = step_tokens_per_rank(inst, max_step_tokens)
     act = activation_bytes(inst, max_step_tokens)
-    if inst.runtime.kv_from_free_memory:  # TRT-LLM: fraction of what weights and activations leave
+    sizing = inst.runtime.kv_sizing
+    if sizing == "free":  # TRT-LLM: fraction of what weights and activations leave
         budget = base + experts + buffers + inst.runtime.mem_fraction * (cap - base - experts - buffers - act)
     else:  # SGLang mem_fraction_static: weights + KV within the fraction, the rest for activations
         budget = cap * inst.runtime.mem_fraction
@@ -165,7 +166,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
         kv_heads = max(1, m.attention.num_kv_heads // p.tp)
     kv_tok, win = _kv_layout(inst, kv_heads)
     kv_needed_bytes = kv_needed_tokens * kv_tok
-    inside = inst.runtime.activations_in_fraction and not inst.runtime.kv_from_free_memory
+    inside = sizing == "with_activations"
     free = budget - base - experts - buffers - (act if inside else 0.0)  # vLLM: activations within the fraction
     offloaded = 0.0
     allow = inst.runtime.offload
@@ -183,7 +184,7 @@ def plan_memory(inst: InstanceSpec, kv_needed_tokens: float = 0.0, max_step_toke
             f"(mem_fraction {inst.runtime.mem_fraction} of {hw.memory_gb:g} GB) by {short:.1f} GB"
             + ("" if allow else "; offload is off")
         )
-    if act > cap - budget and not inst.runtime.kv_from_free_memory and not inside:
+    if act > cap - budget and sizing == "static":
         raise InsufficientMemoryError(
             f"activations for {tokens:.0f} tokens per step need {act / 1e9:.1f} GB but only "
             f"{(cap - budget) / 1e9:.1f} GB is left outside mem_fraction {inst.runtime.mem_fraction}; "

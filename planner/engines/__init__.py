@@ -121,8 +121,7 @@ def runtime_options(
         offload = None if p.host_offload.value and role == "prefill" else False
     values.update(
         offload=offload,
-        kv_from_free_memory=p.kv_from_free_memory.value,
-        activations_in_fraction=bool(p.activations_in_fraction and p.activations_in_fraction.value),
+        kv_sizing=p.kv_sizing.value,
         pdl=p.pdl.value,
         cuda_graph_max_batch_per_rank=p.cuda_graph_max_batch_per_rank.value,
         **_backend(p, engine, stated.pop("backend", None), say),

@@ -60,6 +60,11 @@ class SHandoff(_Strict):
     source: str
 
 
+class SKVSizing(_Strict):
+    value: Literal["static", "free", "with_activations"]
+    source: str
+
+
 class SWindowShares(_Strict):
     value: Literal["window", "equal", "ratio"]
     source: str
@@ -192,8 +197,7 @@ class EngineProfile(_Strict):
     engine: str
     version: str
     mem_fraction: SFloat
-    kv_from_free_memory: SBool
-    activations_in_fraction: SBool | None = None  # the memory fraction also holds the step's activations (vLLM)
+    kv_sizing: SKVSizing  # what the memory fraction sizes (roofline.deployment.RuntimeOptions.kv_sizing)
     cuda_graphs: SBool
     cuda_graph_max_batch_per_rank: SInt
     pdl: SBool
