@@ -55,3 +55,27 @@ def test_a_workload_files_empirical_length_trace_is_read_beside_the_file(tmp_pat
     out = CliRunner().invoke(app, [*args, "--workload", str(folder / "w.yaml"), "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["question"]["isl"] == 600  # the trace's own mean prompt
+
+
+def test_a_saturated_prefill_first_run_is_one_cohort_in_estimate_and_simulation(tmp_path):
+    """SGLang prefills every waiting prompt before decoding, so an offline run's requests decode in lockstep
+    and their replacements arrive together: the estimate priced one full step of them (TTFT 248 ms) where
+    the simulation reads 655 (38 prompts in five steps); the closed loop it then sized held more requests
+    than the KV pool (Llama-3.1-70B: 103 of 85, TTFT 12.8 s simulated)."""
+    kimi = {
+        "model": "kimi-k2",
+        "hardware": "h200-sxm",
+        "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "precision": {"dense": "fp8", "moe": "fp8"},
+        "workload": {"isl": 1000, "osl": 1000},
+    }
+    est = _estimate(tmp_path, kimi)
+    path = tmp_path / "s.yaml"
+    out = CliRunner().invoke(app, ["simulate", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    sim = json.loads(out.output)
+    assert abs(est["ttft_ms"] / sim["ttft_ms"]["mean"] - 1) < 0.05  # 644.5 vs 655.4 ms
+    assert abs(est["tpot_ms"] / sim["tpot_ms"]["mean"] - 1) < 0.01  # 44.97 vs 44.95 ms
+    assert sim["traffic"].startswith(f"closed loop of {round(est['concurrency'])} requests")  # 38: the KV pool's
+    assert est["concurrency"] == est["decode_batch_per_instance"]
