@@ -197,8 +197,15 @@ class InstanceSpec(StrictModel):
         m, p = self.model, self.parallel
         if m.moe is None and p.ep > 1:
             raise DeploymentError(f"{m.id} has no experts; ep must be 1 (got {p.ep})")
-        if m.moe and (m.moe.num_experts + self.runtime.redundant_experts) < p.ep:
+        copies = m.moe.num_experts + self.runtime.redundant_experts if m.moe else 0
+        if m.moe and copies < p.ep:
             raise DeploymentError(f"ep = {p.ep} exceeds the number of experts of {m.id}")
+        if m.moe and self.runtime.redundant_experts and copies % p.ep:  # EPLB's placement (SGLang asserts it)
+            raise DeploymentError(
+                f"ep = {p.ep} does not divide the {copies} expert copies of {m.id} ({m.moe.num_experts} experts + "
+                f"{self.runtime.redundant_experts} redundant): EPLB places the same number on every rank; "
+                "state runtime.redundant_experts so that they divide, or runtime.eplb: false"
+            )
         if p.pp > m.num_layers:
             raise DeploymentError(f"pp = {p.pp} exceeds the {m.num_layers} layers of {m.id}")
         if self.mtp and m.mtp_layers == 0:

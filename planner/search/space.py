@@ -19,6 +19,7 @@ from functools import cache
 
 from pydantic import ValidationError
 
+from planner.engines import profile
 from planner.inputs.question import Question
 from planner.model.defaults import checkpoint_formats, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
@@ -82,7 +83,19 @@ def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1)
     return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
 
 
-def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Parallelism]:
+def even_experts(experts: int, ep: int, replicas: int) -> bool:
+    """Whether `ep` ranks hold the expert copies evenly: the model's experts plus the engine's wide-EP
+    replicas, which the planner adds above EP 8 (`planner.engines` redundant_experts). SGLang's EPLB
+    places num_physical_experts / ep_size on each rank (and asserts the division); without replicas
+    the engines' EP gives each rank num_experts / ep_size. (EP 24, 48, 72 and 144 were searched for
+    every model: Mixtral's 8 experts and 32 replicas over 24 ranks, Qwen3-235B's 160 copies over 48.)
+    vLLM also runs uneven splits; the search keeps to even ones."""
+    return (experts + (replicas if ep > 8 else 0)) % ep == 0
+
+
+def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, replicas: int = 0) -> list[Parallelism]:
+    """The layouts searched for `role` within `budget` GPUs; `replicas`: the engine's wide-EP expert
+    replicas (`even_experts`)."""
     node = min(hw.gpus_per_node * 2, 8) if hw.scaleup.domain_gpus > 1 else hw.gpus_per_node
     out: list[Parallelism] = []
     tps = [g for g in (1, 2, 4, 8) if g <= min(budget, node)]
@@ -93,16 +106,16 @@ def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str) -> list[Para
                 out.append(lay(2 * tp, tp=tp, pp=2))
         return out
     experts = m.moe.num_experts
-    for g in tps:
-        out.append(lay(g, tp=g, ep=g))
-    wide = [g for g in (2, 4, 8, *WIDE_EP) if (g <= budget and experts % g == 0) or g in (24, 48, 72, 144)]
+    for g in tps:  # experts split over the group where they divide evenly, else tensor-parallel experts
+        out.append(lay(g, tp=g, ep=g if even_experts(experts, g, replicas) else 1))
+    wide = [g for g in (2, 4, 8, *WIDE_EP) if even_experts(experts, g, replicas)]
     cap = 16 if role == "prefill" else budget
     for g in wide:
         if 2 <= g <= min(budget, cap):
             out.append(lay(g, dp=g, ep=g))
     for g in (4, 8):  # pipeline over two groups where one group cannot hold the model
         if 2 * g <= budget:
-            out.append(lay(2 * g, tp=g, ep=g, pp=2))
+            out.append(lay(2 * g, tp=g, ep=g if even_experts(experts, g, replicas) else 1, pp=2))
     return sorted(set(out), key=lambda p: (p.gpus, p.pp, p.dp_attention))
 
 
@@ -142,10 +155,12 @@ def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int]) -> l
     return out
 
 
-def stated_layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, stated: dict[str, int]) -> list[Parallelism]:
+def stated_layouts(
+    m: ModelSpec, hw: HardwareSpec, budget: int, role: str, stated: dict[str, int], replicas: int = 0
+) -> list[Parallelism]:
     """Layouts of `role` that match what is stated: the space's own, and every split of the stated
     GPUs (or of each instance size the space has) that the model allows."""
-    own = layouts(m, hw, budget, role)
+    own = layouts(m, hw, budget, role, replicas)
     sizes = [stated["gpus_per_instance"]] if "gpus_per_instance" in stated else sorted({p.gpus for p in own})
     found = {p for p in own if matches(p, stated)} | {p for g in sizes for p in _splits(m, hw, g, stated)}
     return sorted(found, key=lambda p: (p.gpus, p.pp, p.dp_attention, p.tp, p.ep))
@@ -203,15 +218,17 @@ def candidates(
         return fits[key]
 
     out: list[Candidate] = []
+    replicas = profile(q.engine).for_arch(hw.arch).redundant_experts_wide_ep.value
     mtps = [x for x in q.mtp if not x or m.mtp_layers]
     if q.osl <= 1:  # MTP drafts decode tokens: a one-token answer has none (its rows would differ in the flag only)
         mtps = [False]
     main = (stated or {}).get("aggregated", (stated or {}).get("decode", {}))
     if stated is None:
-        decode_layouts, prefill_layouts = layouts(m, hw, q.budget, "decode"), layouts(m, hw, q.budget, "prefill")
+        decode_layouts = layouts(m, hw, q.budget, "decode", replicas)
+        prefill_layouts = layouts(m, hw, q.budget, "prefill", replicas)
     else:
-        decode_layouts = stated_layouts(m, hw, q.budget, "decode", main)
-        prefill_layouts = stated_layouts(m, hw, q.budget, "prefill", stated.get("prefill", {}))
+        decode_layouts = stated_layouts(m, hw, q.budget, "decode", main, replicas)
+        prefill_layouts = stated_layouts(m, hw, q.budget, "prefill", stated.get("prefill", {}), replicas)
     for cand in _enumerate(q, decode_layouts, prefill_layouts, mixes or precisions(m, hw, q.engine), mtps):
         if (
             cand.decode.pp == 2

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner.engines import profile
 from planner.inputs.scenario import Scenario, ScenarioError
 from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
@@ -74,7 +75,9 @@ def search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deplo
     spec = s.deployment.groups(stated)[0] if s.deployment.groups(stated) else None
     budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
     best: tuple[float, Resolved] | None = None
-    for par in stated_layouts(m, hw, budget, role, cons):
+    engine = s.engine if s.engine != "unknown" else "other"  # as resolve prices an unknown engine
+    replicas = profile(engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+    for par in stated_layouts(m, hw, budget, role, cons, replicas):
         pool = {
             "instances": cons.get("instances", 1),
             "gpus_per_instance": par.gpus,

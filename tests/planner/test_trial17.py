@@ -79,3 +79,41 @@ def test_a_saturated_prefill_first_run_is_one_cohort_in_estimate_and_simulation(
     assert abs(est["tpot_ms"] / sim["tpot_ms"]["mean"] - 1) < 0.01  # 44.97 vs 44.95 ms
     assert sim["traffic"].startswith(f"closed loop of {round(est['concurrency'])} requests")  # 38: the KV pool's
     assert est["concurrency"] == est["decode_batch_per_instance"]
+
+
+def test_the_search_splits_expert_copies_evenly_over_ep_ranks():
+    """EP 24, 48, 72 and 144 were searched for every model: Mixtral's 8 experts with SGLang's 32 wide-EP
+    replicas over 24 ranks, Qwen3-235B's 160 copies over 48; SGLang's EPLB places the same number on each."""
+    from planner.search.space import layouts
+    from roofline.catalog import get_hardware, get_model
+
+    hw = get_hardware("gb200-nvl72")
+    for model, replicas in (("qwen3-235b-a22b", 32), ("deepseek-v3", 32), ("deepseek-v3", 0), ("kimi-k2", 32)):
+        m = get_model(model)
+        assert m.moe is not None
+        for p in layouts(m, hw, 144, "decode", replicas):
+            copies = m.moe.num_experts + (replicas if p.ep > 8 else 0)
+            assert copies % p.ep == 0, (model, replicas, p)
+    eps = {p.ep for p in layouts(get_model("deepseek-v3"), hw, 144, "decode", 32)}
+    assert {24, 48, 72, 144} <= eps
+    assert 64 not in eps  # 288 copies: 64 ranks would hold 4.5 each
+
+
+def test_a_stated_ep_that_does_not_divide_the_expert_copies_is_an_error(tmp_path):
+    """SGLang's 32 wide-EP replicas of Mixtral's 8 experts (40 copies) over 24 ranks was priced (vLLM's
+    scenario of the same said ep exceeds the experts)."""
+    qwen = {
+        "model": "qwen3-235b-a22b",
+        "hardware": "gb200-nvl72",
+        "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 48, "dp_attention": 48, "ep": 48}},
+        "workload": {"isl": 1000, "osl": 500, "concurrency": 64},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(qwen))
+    out = CliRunner().invoke(app, ["estimate", str(path)])
+    assert out.exit_code == 2
+    assert "ep = 48 does not divide the 160 expert copies of qwen3-235b-a22b (128 experts + 32 redundant)" in out.output
+    qwen["runtime"] = {"redundant_experts": 64}  # 192 copies: 4 per rank
+    path.write_text(yaml.safe_dump(qwen))
+    assert CliRunner().invoke(app, ["estimate", str(path)]).exit_code == 0
