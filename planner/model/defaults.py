@@ -93,7 +93,9 @@ def checkpoint_formats(m: ModelSpec) -> tuple[str, str]:
     no precision runs, and the mix the plan's search always tries."""
     fmt = m.checkpoint_format
     dense = "fp8" if fmt.startswith("fp8") else "bf16"
-    if fmt.startswith("nvfp4"):  # an NVFP4 (ModelOpt / compressed-tensors group-16) checkpoint
+    if fmt == "nvfp4 experts":  # NVFP4 experts, attention and shared experts left 16-bit (ModelOpt `ignore`:
+        dense, moe = "bf16", "nvfp4"  # nvidia/Kimi-K2.6-NVFP4 lists every self_attn and shared_experts)
+    elif fmt.startswith("nvfp4"):  # an NVFP4 (ModelOpt / compressed-tensors group-16) checkpoint
         dense, moe = "fp8", "nvfp4"
     elif "fp4" in fmt:  # MXFP4 experts (gpt-oss; DeepSeek-V4's FP4 experts)
         moe = "mxfp4"

@@ -82,8 +82,11 @@ def _quant_format(cfg: dict[str, Any]) -> str:
     groups = _dict(q.get("config_groups"), "quantization_config.config_groups")
     for g in groups.values():
         w = _dict(_dict(g, "quantization_config.config_groups.*").get("weights"), "config_groups.*.weights")
-        if w.get("num_bits") == 4:
-            return "nvfp4" if w.get("group_size") == 16 else "w4a16"
+        if w.get("num_bits") == 4 and w.get("group_size") != 16:
+            return "w4a16"
+        if w.get("num_bits") == 4:  # NVFP4; ModelOpt's `ignore` keeps the listed modules in the config's dtype
+            ignored = _list(q.get("ignore"), "quantization_config.ignore")
+            return "nvfp4 experts" if any("self_attn" in str(x) for x in ignored) else "nvfp4"
     return str(cfg.get("torch_dtype") or cfg.get("dtype") or "bf16")[:40]
 
 
@@ -126,6 +129,8 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
         dense_layers = _opt_int(cfg, "first_k_dense_replace")
         if mtype == "qwen3_moe" and cfg.get("mlp_only_layers"):
             dense_layers = len(_list(cfg["mlp_only_layers"], "mlp_only_layers"))
+        if mtype == "llama4_text":  # read as Mixtral before: no shared expert, every layer MoE (101.7B, not 107.7B)
+            moe, dense_layers, dense_inter = _llama4_ffn(cfg, moe, layers)
         if dense_layers == 0:
             dense_inter = 0
     if "kv_lora_rank" in cfg:
@@ -168,16 +173,7 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
             ),
         )
     else:
-        layer_types = _list(cfg.get("layer_types"), "layer_types")
-        sliding = sum(1 for t in layer_types if t == "sliding_attention")
-        window = cfg.get("sliding_window") if (sliding or cfg.get("use_sliding_window")) else None
-        attention = GQAAttention(
-            num_heads=heads,
-            num_kv_heads=_int(cfg, "num_key_value_heads"),
-            head_dim=_opt_int(cfg, "head_dim", hidden // max(heads, 1)),
-            sliding_window=_as_int(window, "sliding_window") if window else None,
-            sliding_layers=sliding if window else 0,
-        )
+        attention = _gqa(cfg, mtype, heads, hidden, layers)
     return ModelSpec(
         id=model_id,
         name=model_id,
@@ -196,6 +192,44 @@ def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:
         context_window=_opt_int(cfg, "max_position_embeddings") or None,
         source=source,
     )
+
+
+def _gqa(cfg: dict[str, Any], mtype: str, heads: int, hidden: int, layers: int) -> GQAAttention:
+    """Grouped-query attention, with its sliding-window layers (`layer_types`, gpt-oss) or chunked ones (Llama 4)."""
+    layer_types = _list(cfg.get("layer_types"), "layer_types")
+    sliding = sum(1 for t in layer_types if t == "sliding_attention")
+    window = cfg.get("sliding_window") if (sliding or cfg.get("use_sliding_window")) else None
+    if mtype == "llama4_text" and cfg.get("attention_chunk_size"):
+        window, sliding = _llama4_chunks(cfg, layers)
+    return GQAAttention(
+        num_heads=heads,
+        num_kv_heads=_int(cfg, "num_key_value_heads"),
+        head_dim=_opt_int(cfg, "head_dim", hidden // max(heads, 1)),
+        sliding_window=_as_int(window, "sliding_window") if window else None,
+        sliding_layers=sliding if window else 0,
+    )
+
+
+def _llama4_ffn(cfg: dict[str, Any], moe: MoE, layers: int) -> tuple[MoE, int, int]:
+    """Llama 4's feed-forward layers (transformers models/llama4/modeling_llama4.py): every MoE layer also
+    runs a shared expert of `intermediate_size` (Llama4TextMoe.shared_expert), and only every
+    `interleave_moe_layer_step`-th layer is MoE (Maverick: 2), the others dense MLPs of
+    `intermediate_size_mlp`. Returns (the experts, the dense layers, their intermediate size)."""
+    step = max(1, _opt_int(cfg, "interleave_moe_layer_step", 1))
+    dense = layers - layers // step
+    return moe.model_copy(update={"num_shared_experts": 1}), dense, _opt_int(cfg, "intermediate_size_mlp")
+
+
+def _llama4_chunks(cfg: dict[str, Any], layers: int) -> tuple[int, int]:
+    """Llama 4's chunked local attention: the layers with RoPE (`no_rope_layers` 1; by default three of
+    every four, transformers Llama4TextConfig) attend within `attention_chunk_size`-token chunks, so their KV
+    is at most one chunk, priced as a sliding window of that size (vLLM's hybrid allocator holds them
+    alike); the NoPE layers attend globally. Returns (the window, the windowed layers)."""
+    chunk = _as_int(cfg["attention_chunk_size"], "attention_chunk_size")
+    rope = _list(cfg.get("no_rope_layers"), "no_rope_layers")
+    interval = max(1, _opt_int(cfg, "nope_layer_interval", 4))
+    local = sum(1 for v in rope if v) if rope else sum(1 for i in range(layers) if (i + 1) % interval)
+    return chunk, local
 
 
 def _own_expert_kernels(mtype: str, moe: MoE) -> MoE:

@@ -4,12 +4,18 @@ out, and an exported MTP acceptance carries no float noise."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.model.defaults import mtp_acceptance
+
+KIMI26 = (
+    Path(__file__).resolve().parents[3] / "shared" / "reference" / "hf_configs" / "nvidia--Kimi-K2.6-NVFP4_config.json"
+)
 
 LLAMA_1GPU = {
     "model": "llama-3.1-8b",
@@ -117,3 +123,55 @@ def test_a_stated_ep_that_does_not_divide_the_expert_copies_is_an_error(tmp_path
     qwen["runtime"] = {"redundant_experts": 64}  # 192 copies: 4 per rank
     path.write_text(yaml.safe_dump(qwen))
     assert CliRunner().invoke(app, ["estimate", str(path)]).exit_code == 0
+
+
+SCOUT = {  # meta-llama/Llama-4-Scout-17B-16E's text_config, the fields the importer reads
+    "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text",
+        "attention_chunk_size": 8192,
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "interleave_moe_layer_step": 1,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "max_position_embeddings": 10485760,
+        "no_rope_layers": [],
+        "num_attention_heads": 40,
+        "num_experts_per_tok": 1,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 8,
+        "num_local_experts": 16,
+        "vocab_size": 202048,
+        "torch_dtype": "bfloat16",
+    },
+}
+
+
+def test_a_llama4_config_reads_its_shared_expert_interleaved_layers_and_chunked_attention():
+    """Read as Mixtral: 101.7B total, 11.1B active, no shared expert, every layer full attention."""
+    from roofline.catalog.hf_import import model_from_hf_config
+    from roofline.params import active_params, total_params
+
+    scout = model_from_hf_config(SCOUT, "scout")
+    assert (round(total_params(scout) / 1e9, 1), round(active_params(scout) / 1e9, 1)) == (107.8, 17.2)
+    assert (scout.attention.sliding_window, scout.attention.sliding_layers) == (8192, 36)  # 3 of 4 layers chunked
+    maverick = {
+        **SCOUT,
+        "text_config": {**SCOUT["text_config"], "num_local_experts": 128, "interleave_moe_layer_step": 2},
+    }
+    m = model_from_hf_config(maverick, "maverick")
+    assert (m.dense_layers, m.dense_intermediate) == (24, 16384)
+    assert round(total_params(m) / 1e9) == 401  # Llama 4 Maverick: 400B total, 17B active
+
+
+@pytest.mark.skipif(not KIMI26.exists(), reason="shared reference configs not beside the repo")
+def test_an_nvfp4_checkpoint_that_leaves_attention_unquantized_has_bf16_dense_layers():
+    """nvidia/Kimi-K2.6-NVFP4 lists every self_attn and shared_experts under `ignore`: its rows were priced
+    with FP8 dense layers and labelled as the config's own checkpoint."""
+    from planner.model.defaults import checkpoint_formats
+    from roofline.catalog import model_from_hf_file
+
+    m = model_from_hf_file(KIMI26)
+    assert m.checkpoint_format == "nvfp4 experts"
+    assert checkpoint_formats(m) == ("bf16", "nvfp4")

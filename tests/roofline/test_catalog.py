@@ -140,7 +140,7 @@ def test_kimi_multimodal_wrapper_imports_its_text_model(shared_dir):
     m = model_from_hf_file(shared_dir / "reference" / "hf_configs" / "nvidia--Kimi-K2.6-NVFP4_config.json")
     assert m.moe is not None
     assert m.moe.num_experts == 384
-    assert m.checkpoint_format == "nvfp4"
+    assert m.checkpoint_format == "nvfp4 experts"  # attention and shared experts ignored: 16-bit
 
 
 def test_unknown_ids_list_the_known_ones():
