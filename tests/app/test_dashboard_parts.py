@@ -72,3 +72,15 @@ def test_settings_round_trip_through_query_parameters_and_bad_ones_are_ignored()
     params = urlstate.to_params({"moe": "fp8", "tpot": 60.0, "ep": 0}, defaults)
     assert params == {"moe": "fp8", "tpot": "60.0"}
     assert urlstate.from_params({**params, "ep": "wide"}) == {"moe": "fp8", "tpot": 60.0}
+
+
+def test_a_what_if_whose_queue_grows_shows_its_ttft_as_a_floor_not_a_gain():
+    """Qwen3-30B on 3 H100 at memory fraction 0.5: the card read 166.1 ms, -46.7 (-22%) in green beside
+    'the changed deployment cannot keep up with that load' (the CLI prints TTFT >= 166.1 ms)."""
+    worse = Delta("TTFT", 166.1, 212.8, True, floor=True)
+    assert (worse.text, worse.change, worse.better) == (">= 166.1", "queue grows (was 212.8)", False)
+    assert worse.color == "inverse"  # an up arrow in red
+    better = Delta("TTFT", 180.0, 900.0, True, base_floor=True)
+    assert (better.change, better.better) == ("-720.0 (was a growing queue)", True)
+    assert Delta("TTFT", 1.0, 2.0, True, floor=True, base_floor=True).change == "queue grows in both"
+    assert Delta("x", 70.0, 70.0, True).change == "unchanged"
