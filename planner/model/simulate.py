@@ -46,7 +46,7 @@ from planner.model.aggregated import cohort_batches
 from planner.model.defaults import Resolved
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics, phase_models
-from planner.model.sim_slice import slice_divisor, slice_text, sliced, step_budget, whole
+from planner.model.sim_slice import STEP_CEILING, slice_divisor, slice_text, sliced, step_budget, whole
 from roofline.errors import PlannerError
 from simulator import PoolDef, SimConfig, SimResult, build_workload, simulate, summarize
 from simulator.config import MAX_REQUESTS as SIM_MAX_REQUESTS
@@ -216,6 +216,7 @@ def run_simulation(
     """Simulate with the standard configuration (`standard_config`, fields `cfg` sets explicitly
     kept); `extend` allows doubling the requests until the window converges (default: when the
     request count was not set explicitly and no trace fixes it)."""
+    own_steps = "max_steps" not in (cfg or res.simulation or SimConfig()).model_fields_set  # step_budget's
     res, cfg, fixed, d = _standard(res, cfg)
     pinned = not extend if extend is not None else fixed
     slo = res.slo.model_dump() if res.slo else None
@@ -227,7 +228,10 @@ def run_simulation(
     while not ok and not pinned and doublings < MAX_DOUBLINGS and cfg.requests * 2 <= MAX_REQUESTS:
         if stats["overloaded"]:
             break
-        cfg = cfg.model_copy(update={"requests": cfg.requests * 2})
+        # twice the requests take twice the steps: the budget sized for the first run doubles with them (a
+        # 100,000-token-prompt plan's third run stopped at the first run's 1,500,000 steps: trial)
+        more = {"max_steps": min(2 * cfg.max_steps, STEP_CEILING)} if own_steps else {}
+        cfg = cfg.model_copy(update={"requests": cfg.requests * 2, **more})
         result = _once(res, cfg, base, progress, d)
         ok, gap = _converged(result)
         stats = whole(summarize(result, slo), d)

@@ -175,3 +175,26 @@ def test_an_nvfp4_checkpoint_that_leaves_attention_unquantized_has_bf16_dense_la
     m = model_from_hf_file(KIMI26)
     assert m.checkpoint_format == "nvfp4 experts"
     assert checkpoint_formats(m) == ("bf16", "nvfp4")
+
+
+def test_a_doubled_run_doubles_its_step_budget(monkeypatch, tmp_path):
+    """A run that has not settled doubles its requests; the step budget sized for the first run stayed,
+    so a plan with 100,000-token prompts stopped its third run at 1,500,000 steps."""
+    import planner.model.simulate as sim
+    from planner.inputs.scenario import load_scenario
+    from planner.model.defaults import resolve
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({**LLAMA_1GPU, "workload": {"isl": 1000, "osl": 200, "request_rate": 2.0}}))
+    seen: list[tuple[int, int]] = []
+    once = sim._once
+
+    def spy(res, cfg, *args, **kwargs):
+        seen.append((cfg.requests, cfg.max_steps))
+        return once(res, cfg, *args, **kwargs)
+
+    monkeypatch.setattr(sim, "_once", spy)
+    monkeypatch.setattr(sim, "_converged", lambda result: (len(seen) > 2, 0.5))  # settles on the third run
+    sim.run_simulation(resolve(load_scenario(path)))
+    assert [n for n, _ in seen] == [seen[0][0], 2 * seen[0][0], 4 * seen[0][0]]
+    assert [s for _, s in seen] == [seen[0][1], 2 * seen[0][1], 4 * seen[0][1]]
