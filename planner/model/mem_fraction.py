@@ -6,10 +6,10 @@ least (`MemReserve.outside_mb`, from the engine's own memory code, see `planner/
 with activations from the one activation model (`roofline.memory.activation_bytes`). The choice
 is listed under `assumed` ("runtime.mem_fraction: searched ...").
 
-It never changes a stated fraction, and does not search where the engine profile has no sourced
-rule (vLLM, TRT-LLM) or for pools with attention DP (their recipes state the fraction): there the
-memory error stands and says so. A deployment that does not fit at the highest fraction is an
-error saying it is physically impossible and why.
+It never changes a stated fraction (one above the highest is noted), and does not search where
+the engine profile has no sourced rule (vLLM, TRT-LLM) or for pools with attention DP (their
+recipes state the fraction): there the memory error stands and says so. A deployment that does
+not fit at the highest fraction is an error saying it is physically impossible and why.
 """
 
 from __future__ import annotations
@@ -65,10 +65,23 @@ def _why(frac: float, pool: Pool, parts: dict[str, float]) -> str:
     return f"the highest {frac:.3f} of {hw.memory_gb:g} GB ({pool.role} pool; outside the static pool: {outside})"
 
 
+def _above_highest(res: Resolved) -> list[str]:
+    """The note a stated fraction above what the engine can physically run carries (priced as stated: a
+    0.99 fraction read 0.8 GB of reserve where SGLang keeps 5.3 GB outside its pool, unsaid: trial)."""
+    out = []
+    for pool in res.deployment.pools:
+        h = highest_fraction(res.deployment.engine, pool)
+        stated = pool.instance.runtime.mem_fraction
+        if h is not None and stated > h[0]:
+            out.append(f"runtime.mem_fraction: {stated:g} is above {_why(h[0], pool, h[1])}; priced as stated")
+    return out
+
+
 def resolve_fitting(s: Scenario, base_dir: Path | None = None) -> Resolved:
     """`resolve`, with the memory fraction searched when it is unknown and the default does not fit."""
     res = resolve(s, base_dir)
     if s.runtime.mem_fraction != "unknown":
+        res.assumed.extend(_above_highest(res))
         return res
     first = _fits(res)
     if first is None:

@@ -198,3 +198,20 @@ def test_a_doubled_run_doubles_its_step_budget(monkeypatch, tmp_path):
     sim.run_simulation(resolve(load_scenario(path)))
     assert [n for n, _ in seen] == [seen[0][0], 2 * seen[0][0], 4 * seen[0][0]]
     assert [s for _, s in seen] == [seen[0][1], 2 * seen[0][1], 4 * seen[0][1]]
+
+
+def test_a_stated_memory_fraction_above_what_the_engine_can_run_is_noted(tmp_path):
+    """Qwen3-235B on 8 B200 at 0.99 left 0.8 GB of reserve where SGLang keeps 5.7 GB outside its pool."""
+    qwen = {
+        "model": "qwen3-235b-a22b",
+        "hardware": "b200",
+        "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "precision": {"dense": "fp8", "moe": "fp8"},
+        "runtime": {"mem_fraction": 0.99},
+        "workload": {"isl": 2000, "osl": 400, "concurrency": 64},
+    }
+    data = _estimate(tmp_path, qwen)
+    assert any(a.startswith("runtime.mem_fraction: 0.99 is above the highest 0.970") for a in data["assumed"])
+    qwen["runtime"] = {"mem_fraction": 0.9}
+    assert not any("is above the highest" in a for a in _estimate(tmp_path, qwen)["assumed"])
