@@ -50,14 +50,16 @@ def hardware_ids() -> list[str]:
 
 
 def _nearest(ref: str, ids: Iterable[str]) -> str:
-    """' (did you mean X?)' for the id `ref` most likely meant: one it starts (case aside), else the
-    closest spelling (difflib), else nothing."""
+    """' (did you mean X?)' for the id `ref` most likely meant: one it starts (case aside), else one it
+    extends by a suffix, else the closest spelling (difflib), else nothing."""
     ids, r = list(ids), ref.lower()
     if not r:
         return ""
     # the id in other letter case first ('DeepSeek-V3' suggested 'deepseek-v3.2', the first id it prefixes)
     exact = [i for i in ids if i.lower() == r]
-    hit = exact or [i for i in ids if i.startswith(r)] or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
+    # an id the reference starts with at a word boundary ('b200-sxm' read 'h200-sxm', one letter off)
+    within = sorted((i for i in ids if r.startswith(i.lower() + "-")), key=len, reverse=True)
+    hit = exact or [i for i in ids if i.startswith(r)] or within or difflib.get_close_matches(r, ids, n=1, cutoff=0.6)
     return f" (did you mean {hit[0]!r}?)" if hit else ""
 
 

@@ -95,8 +95,16 @@ def model_from_hf_config(cfg: dict[str, Any], model_id: str, source: str = "") -
     try:
         return _model(cfg, model_id, source)
     except ValidationError as exc:  # a value of the right type that the schema refuses (e.g. 0 experts)
-        why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+        why = "; ".join(_error_text(e["loc"], e["msg"]) for e in exc.errors()[:3])
         raise CatalogError(f"HF config for {model_id!r} is not a valid model: {why}") from exc
+
+
+def _error_text(loc: tuple[Any, ...], msg: str) -> str:
+    """One schema error: its field path where it has one, pydantic's 'Value error, ' prefix dropped (a
+    whole-model check read ': Value error, top_k (16) exceeds num_experts (8)')."""
+    path = ".".join(str(x) for x in loc)
+    msg = msg.removeprefix("Value error, ")
+    return f"{path}: {msg}" if path else msg
 
 
 def _model(cfg: dict[str, Any], model_id: str, source: str) -> ModelSpec:

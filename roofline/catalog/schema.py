@@ -69,6 +69,12 @@ class GQAAttention(StrictModel):
     sliding_window: int | None = None
     sliding_layers: int = Field(default=0, ge=0)
 
+    @model_validator(mode="after")
+    def _groups(self) -> GQAAttention:
+        if self.num_heads % self.num_kv_heads:  # each KV head serves a whole group of query heads
+            raise ValueError(f"num_heads ({self.num_heads}) is not a multiple of num_kv_heads ({self.num_kv_heads})")
+        return self
+
 
 Attention = Annotated[MLAAttention | CompressedAttention | GQAAttention, Field(discriminator="kind")]
 

@@ -229,3 +229,26 @@ def test_at_a_stated_rate_rows_on_as_many_gpus_rank_by_tpot():
     assert len(same) >= 2
     tpots = [r["tpot_ms"] for r in same]
     assert tpots == sorted(tpots)
+
+
+def test_config_json_errors_read_as_one_clean_line():
+    """Top-k over the expert count read ': Value error, top_k ...'; 5 KV heads for 32 query heads planned."""
+    from roofline.catalog.hf_import import model_from_hf_config
+    from roofline.errors import CatalogError
+
+    base = {**SCOUT["text_config"], "model_type": "mixtral", "num_hidden_layers": 4}
+    with pytest.raises(CatalogError, match=r"is not a valid model: top_k \(17\) exceeds num_experts \(16\)$"):
+        model_from_hf_config({**base, "num_experts_per_tok": 17}, "x")
+    with pytest.raises(CatalogError, match=r"num_heads \(40\) is not a multiple of num_kv_heads \(6\)"):
+        model_from_hf_config({**base, "num_key_value_heads": 6}, "x")
+
+
+def test_an_id_with_a_suffix_suggests_the_id_it_extends():
+    """'b200-sxm' suggested 'h200-sxm' (one letter off) rather than 'b200'."""
+    from roofline.catalog import get_hardware, get_model
+    from roofline.errors import CatalogError
+
+    with pytest.raises(CatalogError, match=r"did you mean 'b200'\?"):
+        get_hardware("b200-sxm")
+    with pytest.raises(CatalogError, match=r"did you mean 'kimi-k2'\?"):
+        get_model("kimi-k2-instruct")
