@@ -11,6 +11,7 @@ import streamlit as st
 
 from planner.dashboard import exports
 from planner.dashboard.whatif import WhatIf
+from planner.inputs.question import MAX_PLAN_GPUS
 from roofline.catalog import hardware_ids, model_ids
 
 CHOICES: dict[str, list[Any]] = {  # the options of each choice widget, by its key
@@ -22,10 +23,10 @@ CHOICES: dict[str, list[Any]] = {  # the options of each choice widget, by its k
     "ep": [0, 8, 16, 32, 48, 72],
     "mtp": [-1.0, *[i / 4 for i in range(13)]],  # -1: as planned, 0: off
     "overlap": [-1.0, *[i / 20 for i in range(21)]],
-    "frac": [-1.0, *[i / 100 for i in range(50, 96)]],
+    "frac": [-1.0, *[i / 100 for i in range(30, 100)]],  # 0.30-0.99: a scenario takes any fraction
 }
 RANGES: dict[str, tuple[float, float]] = {  # (least, most) of each number widget, by its key
-    "max_gpus": (1, 1152),
+    "max_gpus": (1, MAX_PLAN_GPUS),  # what the CLI's --gpus takes (it stopped at 1,152)
     "isl": (1, 10_000_000),
     "osl": (1, 1_000_000),
     "price": (0.01, 100.0),
