@@ -128,6 +128,15 @@ def _ahead(
     return {id(r): (r.point, res) for r, res in zip(first, results or [], strict=False)}
 
 
+def _plan_words(why: str) -> str:
+    """A simulation's error as a plan says it: the step limit's advice names the scenario fields a plan
+    takes only from a --workload file (it told a plan's user to 'use fewer requests or a larger max_steps')."""
+    advice = "; use fewer requests or a larger max_steps"
+    if why.startswith("simulation.max_steps: stopped"):
+        return why.replace(advice, "; a --workload file's simulation.max_steps raises it")
+    return why
+
+
 @dataclass(slots=True)
 class _Budget:
     """What one plan's verification has spent: simulations, and CPU seconds here and in workers."""
@@ -194,7 +203,7 @@ def verify_ranked(
                 m, why = None, str(exc)
         if m is None:
             if failed is not None:
-                failed.append(f"not simulated, {p.label}: {one_line(str(why), 300)}")
+                failed.append(f"not simulated, {p.label}: {one_line(_plan_words(str(why)), 300)}")
             return False
         budget.simulated += 1
         ok, slack = meets_slo(q, m)

@@ -252,3 +252,12 @@ def test_an_id_with_a_suffix_suggests_the_id_it_extends():
         get_hardware("b200-sxm")
     with pytest.raises(CatalogError, match=r"did you mean 'kimi-k2'\?"):
         get_model("kimi-k2-instruct")
+
+
+def test_a_plans_step_limit_note_names_what_a_plan_can_set():
+    from planner.search.verify import _plan_words
+
+    why = "simulation.max_steps: stopped after 1,500,000 forward steps at t = 3.0 s with 7 of 8 requests done; "
+    assert _plan_words(why + "use fewer requests or a larger max_steps").endswith(
+        "with 7 of 8 requests done; a --workload file's simulation.max_steps raises it"
+    )
