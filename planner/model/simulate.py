@@ -319,6 +319,8 @@ def traffic_summary(res: Resolved, result: SimResult, cfg: SimConfig, d: int = 1
     warm = int(result.extra.get("warm_start", 0))  # in flight at 0 s with the rest of their prompt computed
     arrived = np.sort(t.arrival[warm:][~np.isnan(t.arrival[warm:])])
     lengths = f"mean isl {float(np.mean(t.isl[warm:])):,.0f} / osl {float(np.mean(t.osl[warm:])):,.0f}"
+    if (cfg.input_len or cfg.output_len) and cfg.trace is None:  # drawn lengths: the plan's and the estimate's
+        lengths += " (this run's draws)"  # means are the distribution's (65,536 draws), which differ by chance
     if warm:  # their lengths are the warm start's (part of a request each), not the workload's
         lengths += f", plus {warm:,} requests in flight at 0 s (warm start, never measured)"
     if cfg.trace is None and cfg.arrival is None:
