@@ -15,7 +15,7 @@ from scipy.special import pdtr
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
 from planner.model.queueing import md1_wait
-from planner.model.steps import decode_step, decode_time, memory, prefill_step, tokens_per_step
+from planner.model.steps import decode_step, decode_time, memo, memory, prefill_step, tokens_per_step
 from roofline.comm import kv_transfer_time
 from roofline.memory import kv_needed_tokens
 
@@ -69,16 +69,10 @@ def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, floa
     waits out its rest, E[T^2] / 2 E[T]. Was: one prompt's step and no wait, so the default plan's 5x DP8
     prefill instances at 70 prompts/s each read 216 ms TTFT by estimate where simulation reads 507: its steps
     carry ~17 prompts (35,000 tokens) and take 193 ms (median) to 246 (mean), back to back."""
-    times: dict[int, float] = {}  # the step of r prompts on the busiest rank, looked up once per call
-
-    def step_s(r: int) -> float:
-        if r not in times:
-            times[r] = prefill_step(pre, isl, min(r * pre.parallel.dp_attention, most))[0].time_s
-        return times[r]
-
     dp = pre.parallel.dp_attention
-    guess = step_s(1)
-    mean, rides, second = _step_moments(step_s, dp, x * guess, most)
+    times = _rank_steps(pre, isl, most)
+    guess = float(times[0])
+    mean, rides, second = _step_moments(times, dp, x * guess, most)
     prev: tuple[float, float] | None = None  # secant steps on E[T](x m) - m (a plain iteration took ~8)
     for _ in range(ITERATIONS):
         gap = mean - guess
@@ -89,19 +83,31 @@ def _prefill_wait(pre: Pool, isl: int, x: float, most: int) -> tuple[float, floa
             secant = guess - gap * (guess - prev[0]) / (gap - prev[1])
             nxt = secant if secant > 0 else mean
         prev, guess = (guess, gap), nxt
-        mean, rides, second = _step_moments(step_s, dp, x * guess, most)
+        mean, rides, second = _step_moments(times, dp, x * guess, most)
     lam = x * guess
     busy = -math.expm1(-lam) if lam > 1e-9 else 0.0
     return busy * second / (2 * mean), rides
 
 
-def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int) -> tuple[float, float, float]:
+def _rank_steps(pre: Pool, isl: int, most: int) -> np.ndarray:
+    """T(r): the prefill step whose busiest attention-DP rank holds r prompts (r = 1 .. ceil(most / dp)),
+    each at most `most` prompts in all; memoized per instance (a plan prices ~30,000 waits)."""
+    dp = pre.parallel.dp_attention
+    top = max(1, math.ceil(most / dp))
+
+    def make() -> np.ndarray:
+        return np.array([prefill_step(pre, isl, min(r * dp, most))[0].time_s for r in range(1, top + 1)])
+
+    return memo(pre.instance, ("rank_steps", isl, most), make)
+
+
+def _step_moments(times: np.ndarray, dp: int, lam: float, most: int) -> tuple[float, float, float]:
     """(E[T], the size-biased E[T] a prompt rides, E[T^2]) of a prefill step holding k ~ Poisson(lam)
     prompts given k >= 1, at most `most` (a step takes `most`, the rest wait for the next). T depends on k
-    only through the busiest rank's r = ceil(k / dp) prompts (`step_s(r)`), so the counts are summed per r
+    only through the busiest rank's r = ceil(k / dp) prompts (`times[r - 1]`), so the counts are summed per r
     (Poisson CDF: P(a <= k <= b), and sum k p_k = lam P(a - 1 <= k <= b - 1)) over the r within 8 sd of lam."""
     if lam <= 1e-9:
-        t = step_s(1)
+        t = float(times[0])
         return t, t, t * t
     spread = 8 * math.sqrt(lam) + 10
     top = max(1, math.ceil(most / dp))
@@ -111,7 +117,6 @@ def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int
     # k in [lo, hi] rides r's step; the tails ride the window's end steps (r_lo from k = 1, r_hi to infinity)
     lo = np.where(r == r_lo, 1, (r - 1) * dp + 1)
     hi = r * dp
-
     n = len(r)
     ks = np.concatenate((hi, hi - 1, lo - 1, lo - 2))  # one Poisson CDF call (P(K <= k), 0 below k = 0)
     cdf = pdtr(np.maximum(ks, 0), lam) * (ks >= 0)
@@ -119,12 +124,12 @@ def _step_moments(step_s: Callable[[int], float], dp: int, lam: float, most: int
     upper[-1] = upper_k[-1] = 1.0
     p = upper - cdf[2 * n : 3 * n]
     k = lam * (upper_k - cdf[3 * n :])
-    times = np.fromiter((step_s(v) for v in range(r_lo, r_hi + 1)), float, n)
+    window = times[r_lo - 1 : r_hi]
     w, mk = float(p.sum()), float(k.sum())
     if w <= 0 or mk <= 0:
-        last = step_s(r_hi)
+        last = float(times[r_hi - 1])
         return last, last, last * last
-    return float(p @ times) / w, float(k @ times) / mk, float(p @ (times * times)) / w
+    return float(p @ window) / w, float(k @ window) / mk, float(p @ (window * window)) / w
 
 
 def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:

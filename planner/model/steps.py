@@ -24,7 +24,7 @@ _KEEP: dict[int, InstanceSpec] = {}  # holds each keyed instance so its id() is 
 MAX_ENTRIES = 400_000
 
 
-def _memo(inst: InstanceSpec, key: tuple[Any, ...], make: Any) -> Any:
+def memo(inst: InstanceSpec, key: tuple[Any, ...], make: Any) -> Any:
     full = (id(inst), *key)
     hit = _CACHE.get(full)
     if hit is None:
@@ -46,7 +46,7 @@ def tokens_per_step(pool: Pool) -> float:
 
 def memory(pool: Pool, kv_tokens: float = 0.0) -> MemoryPlan:
     inst = pool.instance
-    return _memo(inst, ("mem", kv_tokens), lambda: plan_memory(inst, kv_needed_tokens=kv_tokens))
+    return memo(inst, ("mem", kv_tokens), lambda: plan_memory(inst, kv_needed_tokens=kv_tokens))
 
 
 def decode_capacity(pool: Pool, ctx: float) -> int:
@@ -66,7 +66,7 @@ def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
     pp = inst.parallel.pp
     # rounded up, less a thousandth of a sequence: a batch solved to 4096.00013 is 4096 (explain said 4,097)
     seqs = max(1, math.ceil(batch / pp - 1e-3))
-    return _memo(inst, ("dec", seqs, kv_len), lambda: _decode(inst, seqs, kv_len, drafts(pool)))
+    return memo(inst, ("dec", seqs, kv_len), lambda: _decode(inst, seqs, kv_len, drafts(pool)))
 
 
 def _decode(inst: InstanceSpec, seqs: int, kv_len: float, n_drafts: int) -> StepCost:
@@ -125,7 +125,7 @@ def prefill_step(pool: Pool, isl: int, n_requests: int | None = None) -> tuple[S
     if n_requests is not None:
         per_rank = max(1, min(per_rank, math.ceil(n_requests / dp)))
     inst = pool.instance
-    return _memo(inst, ("pre", isl, per_rank), lambda: _prefill(pool, isl, per_rank, budget))
+    return memo(inst, ("pre", isl, per_rank), lambda: _prefill(pool, isl, per_rank, budget))
 
 
 def _prefill(pool: Pool, isl: int, per_rank: int, budget: int) -> tuple[StepCost, int]:
@@ -174,7 +174,7 @@ def mixed_step(pool: Pool, batch: float, kv_len: float, chunk_tokens: float, isl
     pp = inst.parallel.pp
     seqs = max(0, math.ceil(batch / pp - 1e-9))
     c = round(chunk_tokens / pp / MIXED_CHUNK_QUANTUM) * MIXED_CHUNK_QUANTUM
-    return _memo(inst, ("mix", seqs, kv_len, c, isl), lambda: _mixed(pool, seqs, kv_len, c, isl))
+    return memo(inst, ("mix", seqs, kv_len, c, isl), lambda: _mixed(pool, seqs, kv_len, c, isl))
 
 
 def _mixed(pool: Pool, seqs: int, kv_len: float, c: int, isl: int) -> StepCost:
