@@ -188,10 +188,10 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
     wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
     if lanes:  # a prompt waits only for its own rank's earlier prompt (the ranks are taken in turn)
         ttft = step_p.time_s + wait + md1_wait(x * step_p.time_s / dp, step_p.time_s)
-    elif full is not None:
-        ttft, decode_s, tpot = _one_cohort(pool, isl, osl, b, decode_s, tpot)
     else:
         ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
+        if full is not None:
+            ttft, decode_s, tpot = _one_cohort(pool, isl, osl, batch, decode_s, tpot, ttft)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, batch
@@ -201,7 +201,9 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
     return m
 
 
-def _one_cohort(pool: Pool, isl: int, osl: int, k: float, cycle: float, tpot: float) -> tuple[float, float, float]:
+def _one_cohort(
+    pool: Pool, isl: int, osl: int, k: float, cycle: float, tpot: float, streamed: float
+) -> tuple[float, float, float]:
     """(mean TTFT, decode time, TPOT) of a saturated prefill-first run whose `k` requests in flight are one
     cohort, `cycle` being its osl - 1 TPOTs stretched by the prefill share. Prefill-first runs every waiting
     prompt before the next decode step, so prompts queued together all start decoding in the same step
@@ -210,11 +212,15 @@ def _one_cohort(pool: Pool, isl: int, osl: int, k: float, cycle: float, tpot: fl
     before its own. Each member lives one cycle (Little's law keeps the batch), its first token TTFT into
     it. (Priced as a cohort of one full step before, 248 ms for a Kimi-K2 TP8 offline run on H200 whose
     simulation reads 655: its 38 prompts take five steps of 230 ms; and a saturated closed loop of that
-    estimate's concurrency held more requests than the KV pool.)"""
+    estimate's concurrency held more requests than the KV pool.) Where the cohort's prefill outlasts its
+    cycle (a prefill-bound instance: long prompts, a few output tokens, the prefill share at RHO_MAX) its
+    members never decode together, and the prompts are priced as a stream (`streamed`, the TTFT before)."""
     ttft = _cohort_ttft(pool, isl, k)
     if osl <= 1:
         return ttft, cycle, tpot
-    decode_s = max(cycle - ttft, 0.0)
+    if ttft >= cycle:  # Llama-3.1-8B on one H100, 8,000/4 tokens: TPOT read 0 (the review of this change)
+        return streamed, cycle, tpot
+    decode_s = cycle - ttft
     return ttft, decode_s, decode_s / (osl - 1)
 
 

@@ -132,12 +132,15 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
 def _rank(q: Question, r: Recommendation) -> tuple[int, float, float]:
     """Verified, then unverified (estimates, and simulations that never settled), then misses; within a
     group the objective, then the lower TPOT. At a stated rate every row that keeps up delivers the offered
-    tokens, so the objective is read from the estimate (exact) rather than the simulation, whose output
+    tokens, so the objective is the offered tokens per GPU rather than the simulation's output, which
     differs by sampling noise: rows on as many GPUs tie and the lower TPOT goes first (gpt-oss-120b on 3
     H100 at 5 req/s ranked 1,246.8 tok/s/GPU at TPOT p90 41.6 ms above 1,246.3 at 36.7: trial)."""
     group = 0 if r.meets else (1 if r.simulated is None or unsettled(r.simulated) else 2)
-    measured = None if q.rate is not None else r.simulated
-    return group, -objective(q, r.point, measured), (r.simulated or r.point.metrics).tpot_s
+    value = -objective(q, r.point, r.simulated)
+    if q.rate is not None:  # the offered tokens per GPU, exactly (the estimate's solve differs in the 7th digit)
+        offered = q.rate * q.osl / max(r.point.gpus, 1)
+        value = r.point.gpus - offered * 1e-9 if q.optimize == "gpus" else -offered
+    return group, value, (r.simulated or r.point.metrics).tpot_s
 
 
 def unsettled(m: Metrics) -> bool:

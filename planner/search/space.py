@@ -129,10 +129,11 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int]) -> list[Parallelism]:
+def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int], replicas: int = 0) -> list[Parallelism]:
     """Every layout of `g` GPUs matching `stated`. Unstated fields take what engines run: PP 1, TP
-    within the NVLink domain, EP over all GPUs of a stage or none (expert TP), EP dividing the
-    experts; a stated field is taken as stated (TP 12 of a 128-head model, EP 12 of 256 experts)."""
+    within the NVLink domain, EP over all GPUs of a stage or none (expert TP), EP splitting the experts,
+    or their copies with the engine's replicas, evenly (`even_experts`); a stated field is taken as
+    stated (TP 12 of a 128-head model, EP 12 of 256 experts)."""
     out: list[Parallelism] = []
     for pp in [stated["pp"]] if "pp" in stated else [1]:
         if g % pp:
@@ -144,7 +145,9 @@ def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int]) -> l
             tps = [t for t in {1, stage} if t <= hw.scaleup.domain_gpus]
         for tp in tps:
             experts = m.moe.num_experts if m.moe else 1
-            eps = [stated["ep"]] if "ep" in stated else [e for e in {stage, 1} if experts % e == 0 or not m.moe]
+            # an anchor's stated redundant experts may make another split even (Kimi-K2's 384 + 96 over 96)
+            even = [e for e in {stage, 1} if experts % e == 0 or even_experts(experts, e, replicas)]
+            eps = [stated["ep"]] if "ep" in stated else even
             for ep in eps if m.moe else [1]:
                 try:
                     par = lay(g, tp=tp, dp=stage // tp, ep=ep, pp=pp)
@@ -162,7 +165,7 @@ def stated_layouts(
     GPUs (or of each instance size the space has) that the model allows."""
     own = layouts(m, hw, budget, role, replicas)
     sizes = [stated["gpus_per_instance"]] if "gpus_per_instance" in stated else sorted({p.gpus for p in own})
-    found = {p for p in own if matches(p, stated)} | {p for g in sizes for p in _splits(m, hw, g, stated)}
+    found = {p for p in own if matches(p, stated)} | {p for g in sizes for p in _splits(m, hw, g, stated, replicas)}
     return sorted(found, key=lambda p: (p.gpus, p.pp, p.dp_attention, p.tp, p.ep))
 
 

@@ -224,11 +224,13 @@ def test_at_a_stated_rate_rows_on_as_many_gpus_rank_by_tpot():
     out = CliRunner().invoke(app, [*args, "--osl", "500", "--rate", "5", "--json"])
     assert out.exit_code == 0, out.output
     recs = json.loads(out.output)["recommendations"]
-    verified = [r for r in recs if r["slo_verdict"] == "meets" and r["slo_verdict_by"] == "simulate"]
-    same = [r for r in verified if r["gpus"] == verified[0]["gpus"]]
-    assert len(same) >= 2
-    tpots = [r["tpot_ms"] for r in same]
-    assert tpots == sorted(tpots)
+    groups: dict[tuple[str, int], list[float]] = {}
+    for r in recs:
+        if r["slo_verdict"] == "meets":  # verified by simulation, then by estimate
+            groups.setdefault((r["slo_verdict_by"], r["gpus"]), []).append(r["tpot_ms"])
+    assert max(len(v) for v in groups.values()) >= 3
+    for tpots in groups.values():  # the estimates' tok/s differed in the 7th digit and ordered them (review)
+        assert tpots == sorted(tpots)
 
 
 def test_config_json_errors_read_as_one_clean_line():
@@ -261,3 +263,16 @@ def test_a_plans_step_limit_note_names_what_a_plan_can_set():
     assert _plan_words(why + "use fewer requests or a larger max_steps").endswith(
         "with 7 of 8 requests done; a --workload file's simulation.max_steps raises it"
     )
+
+
+def test_a_prefill_bound_saturated_cohort_keeps_a_positive_tpot(tmp_path):
+    """Long prompts and four output tokens on one H100: the cohort was sized at the KV pool's 25 requests where
+    the prefill-bound instance keeps 8 in flight, its TTFT exceeded the cycle and TPOT read 0 (review)."""
+    llama = {**LLAMA_1GPU, "model": "llama-3.1-8b", "engine": "sglang", "workload": {"isl": 8000, "osl": 4}}
+    est = _estimate(tmp_path, llama)
+    out = CliRunner().invoke(app, ["simulate", str(tmp_path / "s.yaml"), "--json"])
+    assert out.exit_code == 0, out.output
+    sim = json.loads(out.output)
+    assert est["tpot_ms"] > 0
+    assert abs(est["tpot_ms"] / sim["tpot_ms"]["mean"] - 1) < 0.1  # 250.7 vs 240.5 ms
+    assert abs(est["ttft_ms"] / sim["ttft_ms"]["mean"] - 1) < 0.1  # 904.7 vs 921.0 ms
