@@ -140,6 +140,8 @@ def what_if_section(q: Question, a: Answer, i: int, base: dict[str, Any], w: Wha
     over = gpu_budget_problem(changed, q.budget)
     if over:
         st.error(over)
+    for note in b1.notes:
+        st.warning(note)
     deltas = whatif_view.what_if_deltas(b0, b1, gpus_of(base), gpus_of(changed), q.osl)
     show_cards([view.Card(d.label, d.text, whatif_view.DELTA_HELP, d.change, d.color) for d in deltas])
     st.markdown(view.badge_markdown(view.slo_badges(q, whatif_view.estimate_figures(b1), "what-if estimate, mean")))

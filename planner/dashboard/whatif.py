@@ -19,6 +19,7 @@ from planner.inputs.scenario import parse_scenario
 from planner.model.defaults import Resolved, resolve
 from planner.model.estimator import estimate, estimate_deployment
 from planner.model.explain import speed_of_light
+from planner.model.mem_fraction import above_highest
 from planner.model.metrics import Metrics
 from roofline.errors import PlannerError
 from roofline.kernels import tensor_core_alternatives
@@ -166,6 +167,7 @@ def breakdown(scn: dict[str, Any]) -> Breakdown:
     tps = dec.instance.mtp.tokens_per_step if dec and dec.instance.mtp else 1.0
     b = Breakdown(e, _cats(e.decode_step), _cats(e.prefill_step), dl, pl, dict(e.memory), tps)
     b.capacity_rps = capacity_at_slo(res)
+    b.notes = above_highest(res)  # a what-if fraction the engine cannot run is priced, and said
     return b
 
 

@@ -6,6 +6,7 @@ plan's side is read from the recommendation record. This module does not estimat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +49,12 @@ class Delta:
 
     @property
     def color(self) -> str:
+        """Streamlit reads the arrow from the change's sign and colours an up arrow green under 'normal':
+        the mode follows the verdict ('+133.9 (was a growing queue)' is better, a red up arrow before)."""
         if self.better is None:
             return "off"  # unchanged: grey, no verdict
-        return "inverse" if self.lower_is_better else "normal"
+        up = not self.change.startswith("-")
+        return "normal" if up == self.better else "inverse"
 
     @property
     def better(self) -> bool | None:
@@ -69,8 +73,10 @@ DELTA_HELP = (
 
 
 def estimate_figures(b: Breakdown) -> dict[str, float | None]:
+    """The estimate's latencies for the SLO badges; a growing queue's TTFT and E2E have no mean (inf)."""
     e = b.estimate
-    return {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3, "e2e_ms": e.e2e_s * 1e3}
+    queue = math.inf if e.saturated else 0.0
+    return {"ttft_ms": max(e.ttft_s * 1e3, queue), "tpot_ms": e.tpot_s * 1e3, "e2e_ms": max(e.e2e_s * 1e3, queue)}
 
 
 def _at_slo(b: Breakdown, gpus: int, osl: int) -> float:

@@ -120,7 +120,10 @@ def build_question(
     SLO targets are replaced one by one (`--tpot-p90 30` keeps the default TTFT target). A fixed
     budget (`gpus`) replaces an upper bound (`max_gpus`) and vice versa; a rate replaces a
     concurrency and vice versa."""
-    data = (base or DEFAULT_QUESTION).model_dump()
+    start = base or DEFAULT_QUESTION
+    data = start.model_dump()
+    if start.simulation is not None:  # the section as given: a dump would state all its fields (the
+        data["simulation"] = start.simulation  # verifying runs then kept a default request count and step budget)
     fields = {k: v for k, v in (given or {}).items() if v is not None}
     for a, b in (("gpus", "max_gpus"), ("rate", "concurrency")):
         if fields.get(a) is not None:

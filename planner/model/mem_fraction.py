@@ -65,9 +65,9 @@ def _why(frac: float, pool: Pool, parts: dict[str, float]) -> str:
     return f"the highest {frac:.3f} of {hw.memory_gb:g} GB ({pool.role} pool; outside the static pool: {outside})"
 
 
-def _above_highest(res: Resolved) -> list[str]:
+def above_highest(res: Resolved) -> list[str]:
     """The note a stated fraction above what the engine can physically run carries (priced as stated: a
-    0.99 fraction read 0.8 GB of reserve where SGLang keeps 5.3 GB outside its pool, unsaid: trial)."""
+    0.99 fraction read 0.8 GB of reserve where SGLang keeps 5.7 GB outside its pool, unsaid: trial)."""
     out = []
     for pool in res.deployment.pools:
         h = highest_fraction(res.deployment.engine, pool)
@@ -81,7 +81,7 @@ def resolve_fitting(s: Scenario, base_dir: Path | None = None) -> Resolved:
     """`resolve`, with the memory fraction searched when it is unknown and the default does not fit."""
     res = resolve(s, base_dir)
     if s.runtime.mem_fraction != "unknown":
-        res.assumed.extend(_above_highest(res))
+        res.assumed.extend(above_highest(res))
         return res
     first = _fits(res)
     if first is None:

@@ -83,4 +83,22 @@ def test_a_what_if_whose_queue_grows_shows_its_ttft_as_a_floor_not_a_gain():
     better = Delta("TTFT", 180.0, 900.0, True, base_floor=True)
     assert (better.change, better.better) == ("-720.0 (was a growing queue)", True)
     assert Delta("TTFT", 1.0, 2.0, True, floor=True, base_floor=True).change == "queue grows in both"
+    finite = Delta("TTFT", 300.0, 166.1, True, base_floor=True)  # above the old floor, yet no queue: better
+    assert (finite.change, finite.better, finite.color) == ("+133.9 (was a growing queue)", True, "normal")
     assert Delta("x", 70.0, 70.0, True).change == "unchanged"
+
+
+def test_a_what_if_memory_fraction_above_what_the_engine_runs_is_said():
+    """The what-if priced a 0.99 fraction silently (the CLI notes it); its range now reaches 0.99."""
+    from planner.dashboard.whatif import breakdown
+
+    scn = {
+        "model": "qwen3-235b-a22b",
+        "hardware": "b200",
+        "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 8, "tp": 8, "ep": 8}},
+        "precision": {"dense": "fp8", "moe": "fp8"},
+        "runtime": {"mem_fraction": 0.99},
+        "workload": {"isl": 2000, "osl": 400, "concurrency": 64},
+    }
+    assert any("0.99 is above the highest 0.970" in n for n in breakdown(scn).notes)

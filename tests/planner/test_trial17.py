@@ -276,3 +276,17 @@ def test_a_prefill_bound_saturated_cohort_keeps_a_positive_tpot(tmp_path):
     assert est["tpot_ms"] > 0
     assert abs(est["tpot_ms"] / sim["tpot_ms"]["mean"] - 1) < 0.1  # 250.7 vs 240.5 ms
     assert abs(est["ttft_ms"] / sim["ttft_ms"]["mean"] - 1) < 0.1  # 904.7 vs 921.0 ms
+
+
+def test_a_question_files_simulation_section_keeps_only_the_fields_it_states(tmp_path):
+    """build_question round-tripped the section through model_dump, so every SimConfig field read as stated:
+    the verifying runs never sized their request count or step budget (review)."""
+    from planner.inputs.question import build_question, load_question
+
+    path = tmp_path / "q.yaml"
+    path.write_text(
+        "model: llama-3.1-8b\nhardware: h100-sxm\ngpus: 1\nsimulation:\n  arrival: {kind: gamma, rate: 5, cv: 2}\n"
+    )
+    q = build_question({}, None, load_question(path))
+    assert q.simulation is not None
+    assert q.simulation.model_fields_set == {"arrival"}
