@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,20 @@ def _quant_format(cfg: dict[str, Any]) -> str:
         if w.get("num_bits") == 4 and w.get("group_size") != 16:
             return "w4a16"
         if w.get("num_bits") == 4:  # NVFP4; ModelOpt's `ignore` keeps the listed modules in the config's dtype
-            ignored = _list(q.get("ignore"), "quantization_config.ignore")
-            return "nvfp4 experts" if any("self_attn" in str(x) for x in ignored) else "nvfp4"
+            return "nvfp4 experts" if _attention_ignored(cfg, q) else "nvfp4"
     return str(cfg.get("torch_dtype") or cfg.get("dtype") or "bf16")[:40]
+
+
+def _attention_ignored(cfg: dict[str, Any], q: dict[str, Any]) -> bool:
+    """Whether a ModelOpt NVFP4 checkpoint leaves most layers' attention unquantized: its `ignore` list names
+    the self_attn modules (or whole layers) of at least half the layers (nvidia/Kimi-K2.6-NVFP4: all 61)."""
+    layers = _opt_int(cfg, "num_hidden_layers", 1)
+    kept = set()
+    for entry in _list(q.get("ignore"), "quantization_config.ignore"):
+        hit = re.search(r"layers\.(\d+)(\.self_attn|\*|$)", str(entry))
+        if hit:
+            kept.add(int(hit.group(1)))
+    return len(kept) >= max(1, layers) / 2
 
 
 def model_from_hf_config(cfg: dict[str, Any], model_id: str, source: str = "") -> ModelSpec:
