@@ -20,6 +20,7 @@ from planner.report.plan_report import answer_dict, csv_text
 from planner.report.plan_report import scenario_of as record_scenario
 from planner.search.plan import Answer, Recommendation
 from planner.search.score import Point
+from roofline.catalog import model_from_hf_file
 from roofline.errors import PlannerError
 from simulator import TraceSpec
 
@@ -101,6 +102,19 @@ def trace_from_upload(data: bytes, filename: str, time_scale: float = 1.0) -> Tr
     path = Path(tempfile.mkdtemp(prefix="planner-trace-")) / Path(filename).name
     path.write_bytes(data)
     return TraceSpec.model_validate({"path": str(path), "format": fmt, "time_scale": time_scale})
+
+
+def config_from_upload(data: bytes, filename: str) -> str:
+    """Save an uploaded HF config.json where reruns find it again (named by its content) and check that it
+    reads as a model; the path is the question's model, as `planner plan --model PATH` takes it."""
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / "planner-configs"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{digest}-{Path(filename).name}"
+    if not path.exists():
+        path.write_bytes(data)
+    model_from_hf_file(path)  # a config that does not read is one line (CatalogError), shown by the page
+    return str(path)
 
 
 def validation_rows(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

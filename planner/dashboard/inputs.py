@@ -76,6 +76,9 @@ def question_panel() -> dict[str, Any]:
         "ttft_p90_ms": float(_number(sb, "TTFT ms", "ttft")),
         "tpot_p90_ms": float(_number(sb, "TPOT ms", "tpot")),
     }
+    config = sb.file_uploader("model config.json (replaces the model above)", type=["json"])
+    if config is not None:  # what `planner plan --model PATH` takes (the dashboard offered catalog ids only)
+        q["model"] = exports.config_from_upload(config.getvalue(), config.name)
     upload = sb.file_uploader("trace (Azure/Splitwise CSV, Mooncake JSONL)", type=["csv", "jsonl"])
     if upload is not None:
         trace = exports.trace_from_upload(upload.getvalue(), upload.name)

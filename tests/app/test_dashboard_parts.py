@@ -4,6 +4,8 @@ lower latency is better; a new EP scale keeps the pool's GPUs; settings survive 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from planner.dashboard import exports, simview, urlstate
@@ -102,3 +104,27 @@ def test_a_what_if_memory_fraction_above_what_the_engine_runs_is_said():
         "workload": {"isl": 2000, "osl": 400, "concurrency": 64},
     }
     assert any("0.99 is above the highest 0.970" in n for n in breakdown(scn).notes)
+
+
+def test_an_uploaded_config_json_is_the_questions_model(tmp_path):
+    """The dashboard offered catalog ids only, where `planner plan --model PATH` takes a config.json (trial)."""
+    from planner.dashboard.exports import config_from_upload
+    from roofline.catalog import get_model
+    from roofline.errors import PlannerError
+
+    cfg = {
+        "model_type": "mixtral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 32,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "vocab_size": 32000,
+    }
+    path = config_from_upload(json.dumps(cfg).encode(), "config.json")
+    assert path == config_from_upload(json.dumps(cfg).encode(), "config.json")  # reruns find the same file
+    assert get_model(path).moe is not None
+    with pytest.raises(PlannerError, match="num_experts_per_tok"):
+        config_from_upload(json.dumps({**cfg, "num_experts_per_tok": "two"}).encode(), "bad.json")
