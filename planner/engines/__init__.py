@@ -63,6 +63,12 @@ def wide_ep(parallel: Parallelism) -> bool:
     return parallel.ep > 1 and parallel.dp_attention > 1
 
 
+def expert_replicas(replicas: int, parallel: Parallelism, eplb: object = None) -> int:
+    """The redundant expert copies an engine places: its wide-EP recipe's `replicas` where attention DP runs
+    EP above 8, unless EPLB is stated off (`eplb` False). One rule for the runtime options and the search."""
+    return replicas if wide_ep(parallel) and parallel.ep > 8 and eplb is not False else 0
+
+
 def runtime_options(
     engine: str,
     role: str,
@@ -88,7 +94,7 @@ def runtime_options(
         "mem_fraction": _mem_fraction(p, role, parallel, hw),
         "comm_overlap": (p.comm_overlap_wide_ep.value if wide else 0.0, p.comm_overlap_wide_ep.source),
         "redundant_experts": (  # the wide-EP recipe's replicas, unless EPLB is stated off
-            p.redundant_experts_wide_ep.value if wide and parallel.ep > 8 and stated.get("eplb") is not False else 0,
+            expert_replicas(p.redundant_experts_wide_ep.value, parallel, stated.get("eplb")),
             p.redundant_experts_wide_ep.source,
         ),
         "prefill_tokens_per_rank": (

@@ -77,10 +77,11 @@ class Answer:
 SCORE_REASONS = {"InsufficientMemoryError": "no memory left for this traffic's KV and activations"}
 
 
-def objective(q: Question, p: Point, m: Metrics | None = None) -> float:
-    """Larger is better; from `m` (simulated figures) where given, else the point's estimate. Throughput
-    is compared to a millionth of a token/s, so rows equal but for float noise keep the search's order."""
-    tput = round((m or p.metrics).output_tok_s_per_gpu, 6)
+def objective(q: Question, p: Point, m: Metrics | None = None, tput: float | None = None) -> float:
+    """Larger is better; from `tput` (tokens/s per GPU) where given, else `m` (simulated figures) where
+    given, else the point's estimate. Throughput is compared to a millionth of a token/s, so rows equal
+    but for float noise keep the search's order."""
+    tput = round(tput if tput is not None else (m or p.metrics).output_tok_s_per_gpu, 6)
     if q.optimize == "gpus":
         return -p.gpus + tput * 1e-9
     return tput  # cost per token is price / throughput per GPU: same order
@@ -136,11 +137,9 @@ def _rank(q: Question, r: Recommendation) -> tuple[int, float, float]:
     differs by sampling noise: rows on as many GPUs tie and the lower TPOT goes first (gpt-oss-120b on 3
     H100 at 5 req/s ranked 1,246.8 tok/s/GPU at TPOT p90 41.6 ms above 1,246.3 at 36.7: trial)."""
     group = 0 if r.meets else (1 if r.simulated is None or unsettled(r.simulated) else 2)
-    value = -objective(q, r.point, r.simulated)
-    if q.rate is not None:  # the offered tokens per GPU, exactly (the estimate's solve differs in the 7th digit)
-        offered = q.rate * q.osl / max(r.point.gpus, 1)
-        value = r.point.gpus - offered * 1e-9 if q.optimize == "gpus" else -offered
-    return group, value, (r.simulated or r.point.metrics).tpot_s
+    # at a stated rate, the offered tokens per GPU exactly (the estimate's solve differs in the 7th digit)
+    offered = q.rate * q.osl / max(r.point.gpus, 1) if q.rate is not None else None
+    return group, -objective(q, r.point, r.simulated, offered), (r.simulated or r.point.metrics).tpot_s
 
 
 def unsettled(m: Metrics) -> bool:

@@ -19,7 +19,7 @@ from functools import cache
 
 from pydantic import ValidationError
 
-from planner.engines import profile
+from planner.engines import expert_replicas, profile
 from planner.inputs.question import Question
 from planner.model.defaults import checkpoint_formats, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
@@ -83,14 +83,14 @@ def deployment(q: Question, c: Candidate, n_decode: int = 1, n_prefill: int = 1)
     return Deployment(q.engine, (replace(pre, instances=n_prefill), replace(dec, instances=n_decode)))
 
 
-def even_experts(experts: int, ep: int, replicas: int) -> bool:
-    """Whether `ep` ranks hold the expert copies evenly: the model's experts plus the engine's wide-EP
-    replicas, which the planner adds above EP 8 (`planner.engines` redundant_experts). SGLang's EPLB
+def even_experts(experts: int, par: Parallelism, replicas: int) -> bool:
+    """Whether `par`'s EP ranks hold the expert copies evenly: the model's experts plus the replicas the
+    engine places there (`planner.engines.expert_replicas`, from its wide-EP `replicas`). SGLang's EPLB
     places num_physical_experts / ep_size on each rank (and asserts the division); without replicas
     the engines' EP gives each rank num_experts / ep_size. (EP 24, 48, 72 and 144 were searched for
     every model: Mixtral's 8 experts and 32 replicas over 24 ranks, Qwen3-235B's 160 copies over 48.)
     vLLM also runs uneven splits; the search keeps to even ones."""
-    return (experts + (replicas if ep > 8 else 0)) % ep == 0
+    return (experts + expert_replicas(replicas, par)) % par.ep == 0
 
 
 def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, replicas: int = 0) -> list[Parallelism]:
@@ -106,16 +106,19 @@ def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, replicas: in
                 out.append(lay(2 * tp, tp=tp, pp=2))
         return out
     experts = m.moe.num_experts
-    for g in tps:  # experts split over the group where they divide evenly, else tensor-parallel experts
-        out.append(lay(g, tp=g, ep=g if even_experts(experts, g, replicas) else 1))
-    wide = [g for g in (2, 4, 8, *WIDE_EP) if even_experts(experts, g, replicas)]
+
+    def split(par: Parallelism, tp: int) -> Parallelism:  # experts over the group where they divide evenly,
+        return par if even_experts(experts, par, replicas) else lay(par.gpus, tp=tp, pp=par.pp)  # else TP experts
+
+    for g in tps:
+        out.append(split(lay(g, tp=g, ep=g), g))
     cap = 16 if role == "prefill" else budget
-    for g in wide:
-        if 2 <= g <= min(budget, cap):
-            out.append(lay(g, dp=g, ep=g))
+    for g in (2, 4, 8, *WIDE_EP):
+        if 2 <= g <= min(budget, cap) and even_experts(experts, par := lay(g, dp=g, ep=g), replicas):
+            out.append(par)
     for g in (4, 8):  # pipeline over two groups where one group cannot hold the model
         if 2 * g <= budget:
-            out.append(lay(2 * g, tp=g, ep=g if even_experts(experts, g, replicas) else 1, pp=2))
+            out.append(split(lay(2 * g, tp=g, ep=g, pp=2), g))
     return sorted(set(out), key=lambda p: (p.gpus, p.pp, p.dp_attention))
 
 
@@ -145,15 +148,15 @@ def _splits(m: ModelSpec, hw: HardwareSpec, g: int, stated: dict[str, int], repl
             tps = [t for t in {1, stage} if t <= hw.scaleup.domain_gpus]
         for tp in tps:
             experts = m.moe.num_experts if m.moe else 1
-            # an anchor's stated redundant experts may make another split even (Kimi-K2's 384 + 96 over 96)
-            even = [e for e in {stage, 1} if experts % e == 0 or even_experts(experts, e, replicas)]
-            eps = [stated["ep"]] if "ep" in stated else even
+            eps = [stated["ep"]] if "ep" in stated else sorted({stage, 1})
             for ep in eps if m.moe else [1]:
                 try:
                     par = lay(g, tp=tp, dp=stage // tp, ep=ep, pp=pp)
                 except ValidationError:
                     continue
-                if matches(par, stated) and ep <= experts:
+                # an anchor's stated redundant experts may make another split even (Kimi-K2's 384 + 96 over 96)
+                even = experts % ep == 0 or even_experts(experts, par, replicas)
+                if matches(par, stated) and ep <= experts and ("ep" in stated or not m.moe or even):
                     out.append(par)
     return out
 
