@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from planner.dashboard import answers, charts, exports, inputs, pages, simview, urlstate, view, whatif_view
-from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, gpu_budget_problem, gpus_of
+from planner.dashboard.whatif import Breakdown, WhatIf, apply_what_if, breakdown, ep_scales, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif import tensor_core_overrides as tc_overrides
 from planner.inputs.question import DEFAULT_QUESTION, Question, build_question
 from planner.report.plan_notes import notes
@@ -210,7 +210,7 @@ def deployment_section(
             f"At the SLO #{i + 1} sustains about {b_plan.capacity_rps:,.1f} requests/s (estimate: the largest rate "
             "whose estimated means meet every target)."
         )
-    w = inputs.what_if_panel(bool(fallbacks_for(_js(base))))
+    w = inputs.what_if_panel(bool(fallbacks_for(_js(base))), ep_scales(q.model, q.hardware, q.engine, q.budget))
     b1, changed = what_if_section(q, a, i, base, w)
     b_other = breakdown_for(_js(exports.scenario_of(a, j)))
     side_by_side(a, i, j, b1 if changed else None)

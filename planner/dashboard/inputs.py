@@ -12,6 +12,7 @@ import streamlit as st
 from planner.dashboard import exports
 from planner.dashboard.whatif import WhatIf
 from planner.inputs.question import MAX_PLAN_GPUS
+from planner.search.space import WIDE_EP
 from roofline.catalog import hardware_ids, model_ids
 
 CHOICES: dict[str, list[Any]] = {  # the options of each choice widget, by its key
@@ -20,7 +21,7 @@ CHOICES: dict[str, list[Any]] = {  # the options of each choice widget, by its k
     "traffic": ["best operating point", "request rate", "concurrency"],
     "kv": ["as planned", "bf16", "fp8"],
     "moe": ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"],
-    "ep": [0, 8, 16, 32, 48, 72],
+    "ep": [0, 2, 4, 8, *WIDE_EP],  # a link's EP; the panel offers the model's own (whatif.ep_scales)
     "mtp": [-1.0, *[i / 4 for i in range(13)]],  # -1: as planned, 0: off
     "overlap": [-1.0, *[i / 20 for i in range(21)]],
     "frac": [-1.0, *[i / 100 for i in range(30, 100)]],  # 0.30-0.99: a scenario takes any fraction
@@ -86,12 +87,14 @@ def question_panel() -> dict[str, Any]:
     return q
 
 
-def what_if_panel(fallbacks: bool) -> WhatIf:
+def what_if_panel(fallbacks: bool, eps: list[int]) -> WhatIf:
     st.markdown("**What if** (estimates; compared with the same deployment estimated the same way)")
     c = st.columns(4)
     kv = c[0].selectbox("KV cache", CHOICES["kv"], key="kv")
     moe = c[1].selectbox("experts", CHOICES["moe"], key="moe")
-    ep = c[2].selectbox("decode EP", CHOICES["ep"], format_func=lambda v: str(v) if v else "as planned", key="ep")
+    if st.session_state.get("ep", 0) not in eps:  # a link's or another model's EP: as planned
+        st.session_state["ep"] = 0
+    ep = c[2].selectbox("decode EP", [0, *eps], format_func=lambda v: str(v) if v else "as planned", key="ep")
     batch = _number(c[3], "batch cap / instance (0: as planned)", "batch")
     c2 = st.columns(4)
     mtp = c2[0].select_slider(

@@ -15,12 +15,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.engines import profile
 from planner.inputs.scenario import parse_scenario
 from planner.model.defaults import Resolved, resolve
 from planner.model.estimator import estimate, estimate_deployment
 from planner.model.explain import speed_of_light
 from planner.model.mem_fraction import above_highest
 from planner.model.metrics import Metrics
+from roofline.catalog import get_hardware, get_model
 from roofline.errors import PlannerError
 from roofline.kernels import tensor_core_alternatives
 from roofline.memory import MemoryPlan
@@ -95,6 +97,18 @@ def apply_what_if(scn: dict[str, Any], w: WhatIf) -> dict[str, Any]:
     if w.tensor_core_kernels:
         rt["kernel_overrides"] = tensor_core_overrides(s)
     return s
+
+
+def ep_scales(model: str, hardware: str, engine: str, budget: int) -> list[int]:
+    """The EP scales a what-if offers for this model: the attention-DP + EP layouts the plan's search
+    holds within `budget` GPUs (`planner.search.space.layouts`: EP that splits the experts, with the
+    engine's wide-EP replicas, evenly). A fixed list offered EP 48 and 72 to Qwen3-235B's 128 experts and
+    EP above 8 to Mixtral's 8, which the scenario then refused with advice the dashboard cannot follow."""
+    from planner.search.space import layouts  # noqa: PLC0415  (the search imports the model layer)
+
+    m, hw = get_model(model), get_hardware(hardware)
+    replicas = profile(engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+    return sorted({p.ep for p in layouts(m, hw, budget, "decode", replicas) if p.dp_attention > 1 and p.pp == 1})
 
 
 def gpus_of(scn: dict[str, Any]) -> int:

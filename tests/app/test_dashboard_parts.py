@@ -9,7 +9,7 @@ import json
 import pytest
 
 from planner.dashboard import exports, simview, urlstate
-from planner.dashboard.whatif import WhatIf, apply_what_if, gpu_budget_problem, gpus_of
+from planner.dashboard.whatif import WhatIf, apply_what_if, ep_scales, gpu_budget_problem, gpus_of
 from planner.dashboard.whatif_view import Delta
 
 SCENARIO = {
@@ -67,6 +67,17 @@ def test_a_new_ep_scale_keeps_the_pools_gpus_and_reports_a_budget_breach():
     wide = apply_what_if(scn, WhatIf(ep=72))
     assert gpus_of(wide) == 112
     assert "112 GPUs" in (gpu_budget_problem(wide, 72) or "")
+
+
+def test_the_ep_scales_offered_split_the_models_experts_evenly():
+    # SGLang places 32 wide-EP replicas above EP 8: Qwen3-235B's 128 experts make 160 copies, DeepSeek-V3's 288
+    qwen = ep_scales("qwen3-235b-a22b", "gb200-nvl72", "sglang", 72)
+    assert not {48, 72} & set(qwen)
+    assert {8, 16, 32, 40} <= set(qwen)
+    assert all((128 + (32 if ep > 8 else 0)) % ep == 0 for ep in qwen)
+    assert {48, 72} <= set(ep_scales("deepseek-v3", "gb200-nvl72", "sglang", 72))
+    assert max(ep_scales("deepseek-v3", "gb200-nvl72", "sglang", 16)) == 16  # within the GPU budget
+    assert ep_scales("llama-3.1-70b", "h200-sxm", "vllm", 8) == []  # no experts: no EP what-if
 
 
 def test_settings_round_trip_through_query_parameters_and_bad_ones_are_ignored():
