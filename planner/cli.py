@@ -27,6 +27,7 @@ from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
 from planner.model.simulate import run_simulation, standard_config
+from planner.report import track_record
 from planner.report.catalog_report import print_catalog
 from planner.report.plan_report import answer_dict, print_answer, write_chart, write_scenarios
 from planner.report.report import (
@@ -92,10 +93,13 @@ def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "a
 def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json: bool, title: str) -> None:
     res = resolve_any(s, base)
     est = run_estimate(res, concurrency)
+    track = track_record.note(res.deployment)
     if as_json:
-        print(json_text(estimate_dict(est)))
+        print(json_text({**estimate_dict(est), "track_record": track}))
     else:
         print_estimate(con, title, est)
+        if track:
+            con.print(track, style="dim")
 
 
 @app.command()
@@ -162,10 +166,13 @@ def simulate(
             tmp = path.with_name(path.name + ".part")
             writer(result, tmp)
             tmp.replace(path)  # never leave a half-written file behind
+    track = track_record.note(res.deployment)
     if as_json:
-        print(json_text(summary))
+        print(json_text({**summary, "track_record": track}))
     else:
         print_simulation(con, s.name, summary, res.slo)
+        if track:
+            con.print(track, style="dim")
 
 
 @app.command()

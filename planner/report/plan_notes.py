@@ -11,6 +11,7 @@ from typing import Any
 from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
 from planner.model.estimator import max_batch
+from planner.report import track_record
 from planner.search.plan import Answer, Recommendation
 from planner.search.verify import as_resolved
 
@@ -41,6 +42,13 @@ def _near_slots(a: Answer, shown: int = 8) -> list[str]:
     ]
 
 
+def _track(a: Answer, shown: int = 8) -> list[str]:
+    """The track record (`planner.report.track_record`) of each deployment mode among the first `shown` rows."""
+    firsts = {r.deployment.mode: r.deployment for r in reversed(a.recommendations[:shown])}
+    modes = dict.fromkeys(r.deployment.mode for r in a.recommendations[:shown])
+    return [n for n in (track_record.note(firsts[m]) for m in modes) if n]
+
+
 def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
     """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
     per GPU given; under `--optimize gpus`, that it is the fewest that serve the load); where it needs
@@ -59,6 +67,7 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
             f"{a.question.rate:,.4g} req/s the estimate rows price: their figures are that run's"
         )
     out += _near_slots(a)
+    out += _track(a)
     given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
     if given and 0 < used < given and a.question.optimize == "gpus":  # the fewest GPUs is what was asked
         out.append(f"#1 uses {used} of the {given} GPUs given: the fewest that serve the load ({given - used} spare)")
