@@ -265,17 +265,17 @@ def plan(
     _writable("--chart", chart)
     if workers is not None and workers < 1:  # 0 was taken silently (sixteenth trial)
         raise PlannerError(f"--workers: {workers} processes; allowed: 1 or more (default: all cores)")
-    if scenarios is not None:
-        try:
-            scenarios.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PlannerError(f"--scenarios: cannot create folder {str(scenarios)!r} ({exc.strerror})") from None
     sim = None
     if workload is not None:
         data = load_yaml(workload)
         raw = data.get("simulation", data) if isinstance(data, dict) else data
         sim = trace_beside(raw, workload.parent, str(workload))
     q = build_question(fields, slo, load_question(question) if question else None, sim)
+    if scenarios is not None:  # once the question stands (a rejected one left the folder behind), before the run
+        try:
+            scenarios.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PlannerError(f"--scenarios: cannot create folder {str(scenarios)!r} ({exc.strerror})") from None
     if as_json:
         ans = run_plan(q, workers, ray)
         print(json_text(answer_dict(ans)))

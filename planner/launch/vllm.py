@@ -30,8 +30,10 @@ def engine_args(i: Inst, w: Weights, mla: bool) -> list[tuple[str, ...]]:
         a.append((t.f("dp"), str(i.dp)))
     if i.ep > 1:
         a.append((t.f("ep"),))
-        if i.eplb:  # redundant experts, if any were stated, go in --eplb-config (not printed)
+        if i.eplb:
             a.append((t.f("eplb"),))
+            if i.redundant_experts:  # the copies the plan priced (vLLM's EPLBConfig places none by default)
+                a.append((t.f("eplb_config"), json.dumps({"num_redundant_experts": i.redundant_experts})))
     if i.pp > 1:
         a.append((t.f("pp"), str(i.pp)))
     if i.kv_fp8:

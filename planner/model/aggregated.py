@@ -55,14 +55,17 @@ def _ranks_prefilling(
     return t, md1_wait(min(x * hold / dp, 0.999), hold)
 
 
-def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float, cohorts: bool) -> Metrics:
+def _mixed(
+    dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: float, cohorts: bool, seen: float
+) -> Metrics:
     """vLLM / TRT-LLM: every step runs the decodes and prefill chunks together within the token
     budget. At a mean decode batch b, each step emits b x (tokens per step) tokens, and every
     osl - 1 of them finish a request whose isl prompt tokens must be prefilled: c = b tps isl /
     (osl - 1) prefill tokens per step on average, whatever the step time, arriving as whole
     prompts. A new prompt gets what the decodes leave of the budget each step, so its prefill
     spans isl / (budget - decode tokens) steps. Without chunked prefill (TRT-LLM's default) a prompt
-    waits for a step with room for all of it, and a step takes only whole prompts."""
+    waits for a step with room for all of it, and a step takes only whole prompts. A request meets
+    `seen` of the others' prompts (`aggregated`): in its decode steps and in the queue ahead of its own."""
     tps = tokens_per_step(pool)
     dec_tokens = b * (1 + drafts(pool))
     # each of the pp micro-batches in flight is scheduled with the whole token budget (roofline.pipeline)
@@ -94,11 +97,10 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
     # takes at most that rank's free budget, so few prompts are priced as one chunk on every rank
     dp = pool.parallel.dp_attention
     busiest = min(free / dp, max(g / dp, min(isl, g)))
-    p = min(c / g, 1.0)
+    p = min(c * seen / g, 1.0)  # the share of a decoding request's steps that carry another's prompt
     step = mixed_step(pool, b, kv_len, dp * busiest, isl)
-    rho = min(c / free, 0.999)
     steps = math.ceil(isl / free)
-    wait = md1_wait(rho, step.time_s * isl / free)
+    hold = step.time_s * isl / free  # the budget's time one prompt takes
     share = free / dp
     t_d = decode_time(pool, b, kv_len)
     t = p * step.time_s + (1 - p) * t_d
@@ -108,31 +110,39 @@ def _mixed(dep: Deployment, pool: Pool, isl: int, osl: int, kv_len: float, b: fl
         # (`any_busy` of dp servers at x requests/s, each held steps x step time), decode steps
         # otherwise; a prompt waits only for its own rank's earlier one (the ranks are taken in turn)
         steps = math.ceil(isl / share)
-        t, wait = _ranks_prefilling(dp, steps * step.time_s, step.time_s, t_d, b * tps / max(osl - 1, 1), t)
+        done = seen * b * tps / max(osl - 1, 1)
+        t, wait = _ranks_prefilling(dp, steps * step.time_s, step.time_s, t_d, done, t)
+    else:  # prompts queue for the budget, busy x hold of the time: prompts arrive in time, not per step,
+        # and the steps that carry prompts are the long ones (a share of the steps undercounts it)
+        wait = md1_wait(min(seen * b * tps / max(osl - 1, 1) / t * hold, 0.999), hold)  # others' prompts
     tpot = t / tps
     decode_s = max(osl - 1, 0) * tpot
     x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
-    ttft = t / 2 + steps * step.time_s + wait
+    ttft = seen * t / 2 + steps * step.time_s + wait  # the rest of another's step in progress
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = n * x * isl, n * x * osl, b, limit
     # the step that takes most of the time: where steps with a prompt take under half of it, the plain
     # decode step, which sets TPOT there (explain analysed a 27 ms mixed step beside a 2.3 ms TPOT at
     # concurrency 1 and 1,000-token answers; trial)
-    m.decode_step = step if p * step.time_s >= (1 - p) * t_d else decode_step(pool, b, kv_len)
+    busy = b * tps / max(osl - 1, 1) / t * hold  # the instance's time with a prompt, the request's own included
+    m.decode_step = step if busy >= 0.5 else decode_step(pool, b, kv_len)
     m.prefill_step = prefill_step(pool, isl, 1)[0]
     m.memory = {"aggregated": memory(pool)}
     return m
 
 
-def _ranks_stalling(dp: int, hold: float, tpot_free: float, b: float, osl: int) -> tuple[float, float, float]:
+def _ranks_stalling(
+    dp: int, hold: float, tpot_free: float, b: float, osl: int, seen: float
+) -> tuple[float, float, float]:
     """Prefill-first under attention DP, prompts longer than a rank's chunk: each holds its rank for
     `hold` seconds of lockstep steps that stall every rank's decodes, so decoding stops while any rank
-    prefills (`any_busy` of dp servers at x requests/s). Returns x, that share and the TPOT."""
+    prefills (`any_busy` of dp servers at x requests/s; a decoding request meets `seen` of those).
+    Returns x, that share and the TPOT."""
     x, rho, tpot = 0.0, 0.0, tpot_free
     for _ in range(ITERATIONS):
         rho = min(any_busy(dp, x * hold), RHO_MAX)
-        tpot = tpot_free / (1 - rho)
+        tpot = tpot_free / (1 - rho * seen)
         x_new = min(b / ((osl - 1) * tpot) if osl > 1 else math.inf, RHO_MAX * dp / hold)
         if abs(x_new - x) <= 1e-7 * x_new:
             break
@@ -140,11 +150,16 @@ def _ranks_stalling(dp: int, hold: float, tpot_free: float, b: float, osl: int) 
     return x, rho, tpot
 
 
-def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False) -> Metrics:
+def aggregated(
+    dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False, seen: float = 1.0
+) -> Metrics:
+    """`seen`: the share of the instance's load a request meets from the others. Independent arrivals see
+    it all (1); in a closed loop of N clients per instance a request never meets its own prompt, and the
+    arrival theorem's Bard-Schweitzer estimate gives the others' (N - 1) / N of it (`point`)."""
     pool = dep.first("aggregated")
     assert pool is not None
     if pool.instance.runtime.scheduler == "mixed":
-        return _mixed(dep, pool, isl, osl, kv_len, b, cohorts)
+        return _mixed(dep, pool, isl, osl, kv_len, b, cohorts, seen)
     t_d = decode_time(pool, b, kv_len)
     dp = pool.parallel.dp_attention
     max_nb = max(1, prefill_budget(pool) * dp // max(isl, 1))
@@ -156,7 +171,7 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
     # the same (lockstep) steps, so prefill stalls decoding while any rank prefills: `any_busy`
     lanes = dp > 1 and isl > prefill_budget(pool) and full is None
     if lanes:
-        x, rho, tpot = _ranks_stalling(dp, step_p.time_s, t_d / tokens_per_step(pool), b, osl)
+        x, rho, tpot = _ranks_stalling(dp, step_p.time_s, t_d / tokens_per_step(pool), b, osl, seen)
     else:
         for _ in range(ITERATIONS):
             # Requests arriving during a scheduling cycle (a decode step, plus a prefill step when any
@@ -176,7 +191,7 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
                     done = min(done, max(1.0, min(held, max_nb)))  # (ranks step together); completes those that came
                 t_p = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
             rho = min(x * step_p.time_s / done, RHO_MAX)
-            tpot = t_d / tokens_per_step(pool) / (1 - rho)
+            tpot = t_d / tokens_per_step(pool) / (1 - rho * seen)
             decode_s = (osl - 1) * tpot
             x_new = b / decode_s if decode_s > 0 else RHO_MAX * done / step_p.time_s
             x_new = min(x_new, RHO_MAX * done / step_p.time_s)
@@ -185,11 +200,11 @@ def aggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, coh
             x = 0.5 * x + 0.5 * x_new
     decode_s = max(osl - 1, 0) * tpot
     batch = x * decode_s if decode_s else b
-    wait = t_d / 2 if b > 1 else 0.0  # residual of the decode step in progress
+    wait = t_d / 2 if b * seen > 1 else 0.0  # residual of the decode step in progress
     if lanes:  # a prompt waits only for its own rank's earlier prompt (the ranks are taken in turn)
-        ttft = step_p.time_s + wait + md1_wait(x * step_p.time_s / dp, step_p.time_s)
+        ttft = step_p.time_s + wait + md1_wait(x * seen * step_p.time_s / dp, step_p.time_s)
     else:
-        ttft = step_p.time_s + wait + md1_wait(rho, step_p.time_s / done)
+        ttft = step_p.time_s + wait + md1_wait(rho * seen, step_p.time_s / done)
         if full is not None:
             ttft, decode_s, tpot = _one_cohort(pool, isl, osl, batch, decode_s, tpot, ttft)
     n = pool.instances

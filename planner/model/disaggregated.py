@@ -132,7 +132,8 @@ def _step_moments(times: np.ndarray, dp: int, lam: float, most: int) -> tuple[fl
     return float(p @ window) / w, float(k @ window) / mk, float(p @ (window * window)) / w
 
 
-def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) -> Metrics:
+def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, seen: float = 1.0) -> Metrics:
+    """`seen`: the share of the prefill pool's load a prompt meets from the others (`aggregated`)."""
     pre, dec = dep.first("prefill"), dep.first("decode")
     assert pre is not None
     assert dec is not None
@@ -154,8 +155,8 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float) 
             b = _in_flight(rate_decode_s, b, dec.instances)
             tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
             decode_s = max(osl - 1, 0) * tpot
-    wait, rides = _prefill_wait(pre, isl, x / pre.instances, done)
-    ttft = rides + wait + md1_wait(x / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))
+    wait, rides = _prefill_wait(pre, isl, x * seen / pre.instances, done)
+    ttft = rides + wait + md1_wait(x * seen / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
     # the breakdown shown is one prompt's step (a real step whose ops sum to its time); TTFT prices the steps ridden

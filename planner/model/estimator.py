@@ -58,20 +58,33 @@ def max_batch(dep: Deployment, isl: int, osl: int) -> int:
 
 
 def point(
-    dep: Deployment, isl: int, osl: int, kv_len: float, batch: float, cohorts: bool = False, poisson: bool = False
+    dep: Deployment,
+    isl: int,
+    osl: int,
+    kv_len: float,
+    batch: float,
+    cohorts: bool = False,
+    poisson: bool = False,
+    clients: float | None = None,
 ) -> Metrics:
     """Every figure at a mean decode batch per instance (clipped to the KV capacity); `cohorts`:
     an aggregated instance's prompts come in full batches (`cohort_batches`), not Poisson.
     `poisson`: requests arrive independently (an open loop), so they also wait for a decode slot
-    (`add_slot_wait`); a closed loop's clients never do while its requests fit."""
+    (`add_slot_wait`); a closed loop's clients never do while its requests fit. `clients`: a closed
+    loop's requests in flight per instance (of the pool prompts enter): a request meets only the
+    others' prompts, in the queue and in its decode steps, (clients - 1) / clients of the load by the
+    arrival theorem's Bard-Schweitzer estimate (one client meets none: a 100,000-token prompt at
+    concurrency 1 read TPOT 80 ms by estimate, each decode step priced as carrying another prompt,
+    where the simulation, which has none to carry, read 25.5 ms; trial, eighteenth session)."""
+    seen = 1.0 if clients is None else max(0.0, 1.0 - 1.0 / max(clients, 1.0))
     cap = max_batch(dep, isl, osl)
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
     if dep.first("aggregated"):
-        m = aggregated(dep, isl, osl, kv_len, b, cohorts)
+        m = aggregated(dep, isl, osl, kv_len, b, cohorts, seen)
     else:
-        m = disaggregated(dep, isl, osl, kv_len, b)
+        m = disaggregated(dep, isl, osl, kv_len, b, seen)
     if osl <= 1 and not cohorts:
         _one_token(dep, m, isl, b)
     add_request_overhead(m, request_overhead_s(dep), osl)
@@ -184,8 +197,10 @@ def estimate_deployment(
             m.limit = m.limit or "decode KV capacity"
         return m
     assert concurrency is not None
-    b = _solve(lambda v: point(dep, isl, osl, kv_len, v).concurrency, concurrency, cap)
-    m = point(dep, isl, osl, kv_len, cap if b is None else b)
+    entry = dep.first("prefill") or dep.first("aggregated")  # the pool whose queue a prompt joins
+    clients = concurrency / entry.instances if entry is not None else None
+    b = _solve(lambda v: point(dep, isl, osl, kv_len, v, clients=clients).concurrency, concurrency, cap)
+    m = point(dep, isl, osl, kv_len, cap if b is None else b, clients=clients)
     if b is None or m.concurrency < concurrency * 0.999:  # the excess waits for a KV slot or for prefill
         served = m.output_tok_s / osl
         decode_s = m.e2e_s - m.ttft_s

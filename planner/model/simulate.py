@@ -148,15 +148,23 @@ def _saturated(res: Resolved) -> Resolved:
     return replace(res, concurrency=float(n), assumed=[*res.assumed, note])
 
 
-def _in_flight(res: Resolved) -> float:
-    """Requests in flight: the stated concurrency, else rate x estimated E2E (Little's law)."""
+def _in_flight(res: Resolved) -> tuple[float, float]:
+    """(requests in flight: the stated concurrency, else rate x estimated E2E (Little's law); those a warm
+    start places decoding: the same, but where the rate is over capacity (no steady state) what the decode
+    pools hold at capacity. A warm start of rate x E2E there put 6,168 requests with their prompts
+    computed on one H200 running gpt-oss-120b at 200 req/s: its window decoded them with little prefill
+    and read 12,201 output tok/s where the deployment sustains about 8,100 (trial, eighteenth session))."""
     if res.concurrency:
-        return res.concurrency
+        return res.concurrency, res.concurrency
     try:
-        e2e = estimate(res).e2e_s
+        m = estimate(res)
     except PlannerError:  # no steady state at this rate: the smallest run, extended until it converges
-        return 0.0
-    return (res.request_rate or 1.0) * e2e if np.isfinite(e2e) else 0.0
+        return 0.0, 0.0
+    held = (res.request_rate or 1.0) * m.e2e_s if np.isfinite(m.e2e_s) else 0.0
+    if not m.saturated:
+        return held, held
+    pool = res.deployment.first("decode") or res.deployment.first("aggregated")
+    return held, min(held, m.decode_batch * (pool.instances if pool is not None else 1))
 
 
 def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConfig, bool, int]:
@@ -174,14 +182,14 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
         # Poisson arrivals: MIN_REQUESTS measured, the warm-up and cool-down rounds on top (the window's
         # throughput carries their sampling noise); a closed loop's arrivals follow its completions
         least = MIN_REQUESTS * (ROUNDS + 2) / ROUNDS if res.request_rate is not None else MIN_REQUESTS
-        held = _in_flight(res) / d
+        held, decoding = (v / d for v in _in_flight(res))
         n = int(min(max((ROUNDS + 2) * held, least), SIM_MAX_REQUESTS))
         update["requests"] = n
         if "max_steps" not in stated:
             update["max_steps"] = step_budget(sliced(res, d), n, held)
         if res.request_rate is not None and cfg.arrival is None and "warm_start" not in stated:
             # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`)
-            update["warm_start"] = int(min(round(held), n))
+            update["warm_start"] = int(min(round(decoding), n))
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
         # a stated cool-down leaves room for some warm-up, as a stated warm-up does for the cool-down below

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.inputs.question import Question
-from planner.launch import launch_commands, requirements
+from planner.launch import UNAVAILABLE, launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
@@ -275,11 +275,21 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
             ft.add_row(user_figure(u) if u else "-", f"{g:,.0f}", lab)
         con.print(ft)
     if a.recommendations:
-        best = a.recommendations[0]
+        # the first row a published checkpoint loads (#1's commands stopped on ${CHECKPOINT:?}; trial)
+        i = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), 0)
+        best = a.recommendations[i]
+        if i:
+            con.print(
+                Text(
+                    f"launch commands for #{i + 1}, the first row a published checkpoint loads (#1's, which ask "
+                    "for a checkpoint of its weights, are in --json)",
+                    style="bold",
+                )
+            )
         for engine, cmd in launch_commands(q, best).items():
-            con.print(Text(f"{engine} launch for #1:", style="bold"))
+            con.print(Text(f"{engine} launch for #{i + 1}:", style="bold"))
             con.print(cmd, markup=False, highlight=False)
-        con.print(Text(load_note(q, best), style="dim"))
+        con.print(Text(load_note(q, best, i + 1), style="dim"))
 
 
 MODE_COLORS = {"aggregated": "#1f77b4", "disaggregated": "#d62728"}
