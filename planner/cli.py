@@ -320,8 +320,9 @@ def compare(
     _writable("--chart", chart)
     if engine not in ("sglang", "trtllm", "vllm", "other"):
         raise PlannerError(f"--engine: unknown {engine!r}; allowed: sglang, trtllm, vllm, other")
-    if min(isl, osl) <= 0:
-        raise PlannerError("--isl and --osl must be positive")
+    for flag, v in (("--isl", isl), ("--osl", osl)):
+        if v <= 0:
+            raise PlannerError(f"{flag}: a number of tokens, 1 or more (got {v})")
     hws = [h.strip() for h in hardware.split(",")] if hardware else None
     for h in hws or []:
         get_hardware(h)

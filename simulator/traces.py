@@ -105,8 +105,9 @@ def _csv(path: Path, cols: tuple[str | None, str, str]) -> Trace:
         missing = [c for c in want if c not in names]
         if not names:  # an empty file read 'header lacks ...' (sixteenth trial)
             raise TraceError(f"{path}: empty file (expected a header {', '.join(want)} and rows)")
-        if missing:
-            raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(want)})")
+        if missing:  # the header it has, not the wanted list twice (trial)
+            found = ", ".join(str(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+            raise TraceError(f"{path}: header lacks {', '.join(missing)} (expected {', '.join(want)}; found {found})")
         while True:
             lineno = reader.line_num + 1
             try:

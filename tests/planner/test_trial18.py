@@ -122,3 +122,17 @@ def test_printed_launch_commands_are_the_first_loadable_rows() -> None:
     assert first >= 1
     assert f"vllm launch for #{first + 1}:" in text
     assert "${CHECKPOINT" not in text.split(f"vllm launch for #{first + 1}:")[1]
+
+
+def test_small_throughputs_keep_their_digits_and_length_errors_name_their_flag(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+    from planner.report.report import _rate
+
+    assert _rate(3.96) == "3.96"  # read '4'
+    assert _rate(8104.7) == "8,105"
+    out = CliRunner().invoke(app, ["compare", "--model", "llama-3.1-8b", "--isl", "100", "--osl", "0"])
+    assert out.exit_code == 2
+    assert "--osl" in out.output
+    assert "--isl and" not in out.output
