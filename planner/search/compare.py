@@ -16,8 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.inputs.question import Question
+from planner.model.defaults import to_scenario
 from planner.search.plan import pareto, plan
 from planner.search.unknowns import default_gpus
+from planner.search.verify import as_resolved
 from roofline.calibrated import MEASURED
 from roofline.catalog import get_hardware, hardware_ids
 from roofline.errors import PlannerError
@@ -37,6 +39,7 @@ class Frontier:
     gpus: int  # the budget searched
     points: list[tuple[float, float, str]] = field(default_factory=list)  # (tok/s/user, tok/s/GPU, deployment)
     reason: str = ""  # why there is no frontier (the model does not fit)
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # each point's scenario, by its label
 
     @property
     def kernels(self) -> str:
@@ -65,7 +68,9 @@ def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
         a = plan(q, workers=1)
         pts = [p for front in a.fronts.values() for p in front]
         if pts:
-            return Frontier(hw, budget, pareto(pts))
+            front = pareto(pts)  # each point's deployment at its batch, as `planner estimate` / `simulate` rerun it
+            scenarios = {lab: to_scenario(as_resolved(q, a.front_points[lab])) for _, _, lab in front}
+            return Frontier(hw, budget, front, scenarios=scenarios)
         if budget * 2 > MAX_GPUS:
             pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common(2)) or "no candidates"
             return Frontier(hw, budget, reason=f"does not fit in {budget} GPUs ({pruned})")
@@ -100,6 +105,7 @@ def compare_dict(fronts: list[Frontier], price: dict[str, float] | None = None) 
                         "output_tok_s_per_gpu": g,
                         "deployment": lab,
                         "usd_per_million_output_tokens": cost_per_mtok(price.get(f.hardware), g),
+                        "scenario": f.scenarios.get(lab),
                     }
                     for u, g, lab in f.points
                 ],

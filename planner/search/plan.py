@@ -71,6 +71,7 @@ class Answer:
     feasible: bool
     fronts: dict[str, list[tuple[float, float, str]]] = field(default_factory=dict)  # mode -> (user, gpu, label)
     notes: list[str] = field(default_factory=list)
+    front_points: dict[str, Point] = field(default_factory=dict)  # each front label's operating point
 
 
 # why scoring (pricing the traffic on a candidate that passed the memory check) failed
@@ -172,7 +173,9 @@ def plan(
     fronts = _fronts(q, scored)
     ranked = sorted((s for s in scored if s.best), key=lambda s: -objective(q, s.best))  # type: ignore[arg-type]
     if not ranked:
-        return _nothing_ranked(q, m, hw, scored, pruned, fronts, say)
+        answer = _nothing_ranked(q, m, hw, scored, pruned, fronts, say)
+        answer.front_points = _front_points(fronts, scored)
+        return answer
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
         for s in _distinct(ranked, lambda s: s.best is not None and _loadable(q, s.best))
@@ -206,7 +209,7 @@ def plan(
             else f"no deployment {verified} the SLO in simulation: the closest simulated one and its binding "
             "constraint are shown first"
         )
-    return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes)
+    return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes, _front_points(fronts, scored))
 
 
 def _nothing_ranked(
@@ -289,6 +292,12 @@ def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, fl
         ]
         fronts[mode] = pareto(pts)
     return fronts
+
+
+def _front_points(fronts: dict[str, list[tuple[float, float, str]]], scored: list[Scored]) -> dict[str, Point]:
+    """The operating point behind each front label (what `planner compare --json` exports as a scenario)."""
+    labels = {lab for front in fronts.values() for _, _, lab in front}
+    return {p.label: p for s in scored for p in s.points if p.label in labels}
 
 
 def _lower(q: Question, s: Scored) -> list[Point]:

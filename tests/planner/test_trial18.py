@@ -136,3 +136,14 @@ def test_small_throughputs_keep_their_digits_and_length_errors_name_their_flag(t
     assert out.exit_code == 2
     assert "--osl" in out.output
     assert "--isl and" not in out.output
+
+
+def test_each_compare_point_carries_the_scenario_that_reruns_it() -> None:
+    """`compare --json` had no per-point scenario, so a frontier point could not be rerun."""
+    from planner.search.compare import compare, compare_dict
+
+    front = compare_dict(compare("llama-3.1-8b", 1000, 200, hardware=["h100-sxm"]))["hardware"][0]["frontier"]
+    assert front
+    for pt in front[:3]:
+        est = estimate(resolve(parse_scenario(pt["scenario"])))
+        assert est.output_tok_s_per_gpu == pytest.approx(pt["output_tok_s_per_gpu"], rel=1e-6)
