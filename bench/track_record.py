@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from planner.report.track_record import GENERATION
+from planner.report.track_record import GENERATION, class_keys
 from roofline.catalog import get_hardware
 from roofline.errors import PlannerError
 
@@ -49,7 +49,7 @@ def _anchor_facts(files: list[str]) -> dict[str, tuple[str, str]]:
             keys = set(dep) if isinstance(dep, dict) else set()
             phase = a.get("phase")
             mode = "disaggregated" if keys & {"prefill", "decode"} and phase == "end-to-end" else "unknown"
-            mode = "aggregated" if "aggregated" in keys else phase if phase in ("prefill", "decode") else mode
+            mode = phase if phase in ("prefill", "decode") else "aggregated" if "aggregated" in keys else mode
             out[a["id"]] = (str(a.get("engine", "unknown")), mode)
     return out
 
@@ -70,7 +70,7 @@ def groups(data: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         engine, mode = facts[r["id"]]
         kind, gen = KINDS.get(r["metric"], "throughput"), _generation(r["hardware"])
-        for key in ((mode, engine, gen), (mode, None, gen), (mode, None, None), (None, None, None)):
+        for key in class_keys(mode, engine, gen):
             by[(r["split"], kind, *key)].append(r)
     out = []
     for (split, kind, mode, engine, gen), rows in sorted(by.items(), key=lambda kv: [str(k) for k in kv[0]]):

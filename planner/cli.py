@@ -93,7 +93,7 @@ def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "a
 def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json: bool, title: str) -> None:
     res = resolve_any(s, base)
     est = run_estimate(res, concurrency)
-    track = track_record.note(res.deployment)
+    track = track_record.note(res.deployment, res.phase)
     if as_json:
         print(json_text({**estimate_dict(est), "track_record": track}))
     else:
@@ -166,7 +166,7 @@ def simulate(
             tmp = path.with_name(path.name + ".part")
             writer(result, tmp)
             tmp.replace(path)  # never leave a half-written file behind
-    track = track_record.note(res.deployment)
+    track = track_record.note(res.deployment, res.phase)
     if as_json:
         print(json_text({**summary, "track_record": track}))
     else:
@@ -271,6 +271,8 @@ def plan(
         raw = data.get("simulation", data) if isinstance(data, dict) else data
         sim = trace_beside(raw, workload.parent, str(workload))
     q = build_question(fields, slo, load_question(question) if question else None, sim)
+    get_model(q.model)  # a model or hardware that does not resolve is one line before any folder is made
+    get_hardware(q.hardware)
     if scenarios is not None:  # once the question stands (a rejected one left the folder behind), before the run
         try:
             scenarios.mkdir(parents=True, exist_ok=True)

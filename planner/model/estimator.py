@@ -76,8 +76,10 @@ def point(
     arrival theorem's Bard-Schweitzer estimate (one client meets none: a 100,000-token prompt at
     concurrency 1 read TPOT 80 ms by estimate, each decode step priced as carrying another prompt,
     where the simulation, which has none to carry, read 25.5 ms; trial, eighteenth session)."""
-    seen = 1.0 if clients is None else max(0.0, 1.0 - 1.0 / max(clients, 1.0))
     cap = max_batch(dep, isl, osl)
+    if clients is not None and dep.first("aggregated") and clients > cap:
+        clients = None  # more clients than KV slots: a queue refills each slot as it frees, as in a saturated run
+    seen = 1.0 if clients is None else max(0.0, 1.0 - 1.0 / max(clients, 1.0))
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)

@@ -276,7 +276,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(ft)
     if a.recommendations:
         # the first row a published checkpoint loads (#1's commands stopped on ${CHECKPOINT:?}; trial)
-        i = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), 0)
+        shown = recs[:top]  # a row the table shows (review: all 20 were searched)
+        i = next((k for k, d in enumerate(shown) if not any(UNAVAILABLE in n for n in d["needs"])), 0)
         best = a.recommendations[i]
         if i:
             con.print(

@@ -32,11 +32,17 @@ def record() -> dict[str, Any]:
     return data
 
 
+def class_keys(mode: str | None, engine: str | None, generation: str | None) -> list[tuple[str | None, ...]]:
+    """The classes of a run, most specific first: the engine is kept before the generation (its serving path
+    and scheduler move TTFT more than the GPU generation does), the mode before both."""
+    return [(mode, engine, generation), (mode, engine, None), (mode, None, generation), (mode, None, None), (None,) * 3]
+
+
 def lookup(kind: str, mode: str, engine: str, generation: str) -> dict[str, Any] | None:
     """The most specific class of `kind` with at least MIN_COUNT anchors (held-out split first)."""
     classes = record()["classes"]
     for split in ("test", "train"):
-        for key in ((mode, engine, generation), (mode, None, generation), (mode, None, None), (None, None, None)):
+        for key in class_keys(mode, engine, generation):
             for c in classes:
                 same = (c["split"], c["kind"], c["mode"], c["engine"], c["generation"]) == (split, kind, *key)
                 if same and c["count"] >= MIN_COUNT:
@@ -47,29 +53,37 @@ def lookup(kind: str, mode: str, engine: str, generation: str) -> dict[str, Any]
 def _scope(c: dict[str, Any]) -> str:
     what = " ".join(filter(None, [c["mode"] or "", c["engine"] or "", "runs"]))
     where = f" on {c['generation']}" if c["generation"] else ""
-    return f"{c['count']} {SPLIT[c['split']].split(':')[0]} {what}{where}"
+    every = " of every mode" if c["mode"] is None else ""
+    return f"{c['count']} {SPLIT[c['split']].split(':')[0]} {what}{every}{where}"
 
 
-def note(dep: Deployment) -> str | None:
-    """One line: for TTFT, TPOT and throughput, the median |error| (and which way) the model has shown on
-    published runs most like `dep`; None without a track record."""
+def _way(signed: float) -> str:
+    if abs(signed) < 0.005:
+        return "no lean at the median"
+    return f"predicted {'high' if signed > 0 else 'low'} by {100 * abs(signed):.0f}% at the median"
+
+
+def note(dep: Deployment, phase: str = "end-to-end") -> str | None:
+    """One line: for TTFT, TPOT and throughput, the median |error| (and which way) the planner's predictions
+    (simulated where the anchor runs a loop, else estimated) have shown on published runs most like `dep`;
+    None without a track record. A one-phase deployment or scenario (`phase` prefill or decode) leaves out
+    the figure that phase does not have."""
     gen = GENERATION.get(dep.hardware.arch, "other")
     parts = []
     for kind, label in LABEL.items():
-        if (kind, dep.mode) in (("ttft", "decode"), ("tpot", "prefill")):  # a phase it does not run
+        if (kind, phase if phase != "end-to-end" else dep.mode) in (("ttft", "decode"), ("tpot", "prefill")):
             continue
-        c = lookup(kind, dep.mode, dep.engine, gen)
+        c = lookup(kind, dep.mode if phase == "end-to-end" else phase, dep.engine, gen)
         if c is None:
             continue
-        signed = c["median_rel_error"]
-        way = "high" if signed > 0 else "low"
         parts.append(
-            f"{label} {100 * c['median_abs_rel_error']:.0f}% (predicted {way} by {100 * abs(signed):.0f}% at the "
-            f"median; {100 * c['within_tolerance']:.0f}% of {_scope(c)} within tolerance)"
+            f"{label} {100 * c['median_abs_rel_error']:.0f}% ({_way(c['median_rel_error'])}; "
+            f"{100 * c['within_tolerance']:.0f}% of {_scope(c)} within tolerance)"
         )
     if not parts:
         return None
     return (
-        f"track record ({dep.mode}): the model's median error on published results like these (public anchors, "
-        f"bench/public_anchors.py): " + "; ".join(parts)
+        f"track record ({dep.mode if phase == 'end-to-end' else phase}): the planner's median error on published "
+        "runs like these (its predictions of held-out public anchors, simulated where a run is a loop; "
+        "bench/public_anchors.py): " + "; ".join(parts)
     )

@@ -60,3 +60,14 @@ def test_plan_notes_carry_the_track_record_of_each_mode_shown():
     notes = [n for n in answer_dict(a)["notes"] if n.startswith("track record")]
     modes = dict.fromkeys(r.deployment.mode for r in a.recommendations[:8])
     assert [n.split(")")[0] for n in notes] == [f"track record ({m}" for m in modes]
+
+
+def test_a_one_phase_scenario_quotes_its_phase_and_leaves_out_the_other_figure():
+    dep = _deployment("llama-3.1-8b", "h200-sxm", "vllm", 1)
+    text = track_record.note(dep, "decode")
+    assert text is not None
+    assert text.startswith("track record (decode)")
+    assert "TTFT" not in text
+    assert "TPOT" in text
+    if "of every mode" not in text:  # a decode class of its own where 10 anchors share it
+        assert "decode" in text.split("TPOT")[1]

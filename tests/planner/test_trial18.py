@@ -147,3 +147,30 @@ def test_each_compare_point_carries_the_scenario_that_reruns_it() -> None:
     for pt in front[:3]:
         est = estimate(resolve(parse_scenario(pt["scenario"])))
         assert est.output_tok_s_per_gpu == pytest.approx(pt["output_tok_s_per_gpu"], rel=1e-6)
+
+
+@pytest.mark.parametrize("clients", [2, 8])
+def test_a_few_clients_of_long_prompts_meet_each_others_prompts_in_their_decode_time(clients: int) -> None:
+    """Review: the (N - 1) / N share alone, spread over the whole cycle, read two clients of 32,000-token
+    prompts at TPOT 14.3 ms (simulated 21.8) and more tok/s than the prefill leaves; and an M/D/1 wait read
+    2.3 s of TTFT for four where the staggered loop waits almost none. Both within 12% of the simulation now."""
+    res = resolve(
+        parse_scenario(
+            {**LONG_PROMPT, "engine": "vllm", "workload": {**LONG_PROMPT["workload"], "concurrency": clients}}
+        )
+    )
+    est = estimate(res)
+    _, sim = run_simulation(res)
+    assert est.tpot_s * 1e3 == pytest.approx(sim["tpot_ms"]["mean"], rel=0.12)
+    assert est.ttft_s * 1e3 == pytest.approx(sim["ttft_ms"]["mean"], rel=0.12)
+    assert est.output_tok_s_per_gpu == pytest.approx(sim["output_tok_s_per_gpu"], rel=0.12)
+
+
+def test_an_unknown_model_leaves_no_scenarios_folder(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    out = CliRunner().invoke(app, ["plan", "--model", "nosuch", "--scenarios", str(tmp_path / "new")])
+    assert out.exit_code == 2
+    assert not (tmp_path / "new").exists()
