@@ -1,11 +1,12 @@
-"""How far the model has been from published results like a deployment's: its track record.
+"""How far the planner has been from published results like a deployment's: its track record.
 
 `bench/track_record.py` groups the last public-anchor reading (`bench/public_anchors.py`,
 bench/results/public_anchors.json) by split, metric kind (TTFT; TPOT with tok/s per user; throughput),
-deployment mode, engine and GPU generation and writes planner/report/track_record.json; this module
-reads it. For a deployment it finds, for each metric kind, the most specific class with at least
-`MIN_COUNT` predicted anchors: the held-out (test) split first (sources no parameter was fitted to),
-then the train split; engine and generation are dropped in turn where too few anchors share them.
+deployment mode (or the phase of a one-phase anchor), engine and GPU generation and writes
+planner/report/track_record.json; this module reads it. For a deployment it finds, for each metric kind,
+the most specific class with at least `MIN_COUNT` predicted anchors (`class_keys`: the generation, then
+the engine, then the mode dropped where too few anchors share them): the held-out (test) split first
+(sources no parameter was fitted to), then the train split.
 The note is what a user should expect of the figures beside it: the median |error| and its sign on
 those public runs. It does not predict, correct or widen any figure.
 """
