@@ -186,7 +186,10 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
         n = int(min(max((ROUNDS + 2) * held, least), SIM_MAX_REQUESTS))
         update["requests"] = n
         if "max_steps" not in stated:
-            update["max_steps"] = step_budget(sliced(res, d), n, held)
+            # each request decodes in the batch the pools hold: over capacity far fewer than rate x E2E (a
+            # prefill-bound run of 58,247 requests stopped at 1,500,000 steps, its budget priced at 11,648 in
+            # flight where the decode pool holds 7; review)
+            update["max_steps"] = step_budget(sliced(res, d), n, decoding)
         if res.request_rate is not None and cfg.arrival is None and "warm_start" not in stated:
             # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`)
             update["warm_start"] = int(min(round(decoding), n))

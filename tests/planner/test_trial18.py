@@ -174,3 +174,24 @@ def test_an_unknown_model_leaves_no_scenarios_folder(tmp_path) -> None:
     out = CliRunner().invoke(app, ["plan", "--model", "nosuch", "--scenarios", str(tmp_path / "new")])
     assert out.exit_code == 2
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.fuzz  # the long profile: about 35 s of simulation (pytest -m fuzz)
+def test_a_prefill_bound_run_over_capacity_gets_the_steps_its_decode_batch_takes() -> None:
+    """Review: 58,247 requests (rate x E2E) stopped at 1,500,000 steps, the budget priced as if 11,648 decoded
+    together where the decode pool holds 7."""
+    scn = {
+        "model": "llama-3.1-8b",
+        "hardware": "h100-sxm",
+        "engine": "sglang",
+        "deployment": {
+            "prefill": {"instances": 1, "gpus_per_instance": 1},
+            "decode": {"instances": 1, "gpus_per_instance": 1},
+        },
+        "workload": {"isl": 16000, "osl": 250, "request_rate": 50},
+    }
+    res = resolve(parse_scenario(scn))
+    est = estimate(res)
+    _, sim = run_simulation(res)
+    assert sim["overloaded"]
+    assert sim["output_tok_s"] == pytest.approx(est.output_tok_s, rel=0.10)
