@@ -90,8 +90,8 @@ def print_estimate(con: Console, title: str, e: Metrics) -> None:
         ("TTFT", f"{floor}{e.ttft_s * 1e3:,.1f} ms" if e.models("ttft") else f"- (not in a {e.mode} phase)"),
         ("TPOT", f"{e.tpot_s * 1e3:,.2f} ms" if e.models("tpot") else f"- ({_no_tpot(e)})"),
         ("E2E", f"{floor}{e.e2e_s * 1e3:,.0f} ms" if e.models("e2e") else f"- (not in a {e.mode} phase)"),
-        ("input tok/s per GPU", _rate(e.input_tok_s_per_gpu)),
-        ("output tok/s per GPU", _rate(e.output_tok_s_per_gpu)),  # 3.96 read '4' (trial)
+        ("input tok/s per GPU", _num(e.input_tok_s_per_gpu)),
+        ("output tok/s per GPU", _num(e.output_tok_s_per_gpu)),  # 3.96 read '4' (trial)
         ("output tok/s per user", f"{e.output_tok_s_per_user:,.1f}" if e.output_tok_s_per_user else "-"),
     ]
     for k, v in rows:
@@ -225,11 +225,6 @@ def explanation_dict(x: Explanation) -> dict[str, Any]:
         ],
         "levers_priced_at": {"request_rate": x.rate, "in_flight": x.held} if x.rate is not None else "same concurrency",
     }
-
-
-def _rate(v: float) -> str:
-    """A throughput: whole numbers from 100, three significant figures below."""
-    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _num(v: float) -> str:

@@ -128,10 +128,10 @@ def test_small_throughputs_keep_their_digits_and_length_errors_name_their_flag(t
     from typer.testing import CliRunner
 
     from planner.cli import app
-    from planner.report.report import _rate
+    from planner.report.report import _num
 
-    assert _rate(3.96) == "3.96"  # read '4'
-    assert _rate(8104.7) == "8,105"
+    assert _num(3.96) == "3.96"  # read '4'
+    assert _num(8104.7) == "8,105"
     out = CliRunner().invoke(app, ["compare", "--model", "llama-3.1-8b", "--isl", "100", "--osl", "0"])
     assert out.exit_code == 2
     assert "--osl" in out.output
