@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.engines import profile
+from planner.engines import wide_ep_replicas
 from planner.inputs.scenario import parse_scenario
 from planner.model.defaults import Resolved, resolve
 from planner.model.estimator import estimate, estimate_deployment
@@ -107,7 +107,7 @@ def ep_scales(model: str, hardware: str, engine: str, budget: int) -> list[int]:
     from planner.search.space import layouts  # noqa: PLC0415  (the search imports the model layer)
 
     m, hw = get_model(model), get_hardware(hardware)
-    replicas = profile(engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+    replicas = wide_ep_replicas(engine, hw)
     return sorted({p.ep for p in layouts(m, hw, budget, "decode", replicas) if p.dp_attention > 1 and p.pp == 1})
 
 

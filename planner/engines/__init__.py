@@ -63,6 +63,11 @@ def wide_ep(parallel: Parallelism) -> bool:
     return parallel.ep > 1 and parallel.dp_attention > 1
 
 
+def wide_ep_replicas(engine: str, hw: HardwareSpec) -> int:
+    """The engine's wide-EP recipe's redundant expert copies on `hw` (what the layout search splits evenly)."""
+    return profile(engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+
+
 def expert_replicas(replicas: int, parallel: Parallelism, eplb: object = None) -> int:
     """The redundant expert copies an engine places: its wide-EP recipe's `replicas` where attention DP runs
     EP above 8, unless EPLB is stated off (`eplb` False). One rule for the runtime options and the search."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
+from planner.model.deployment import Deployment
 from planner.model.estimator import max_batch
 from planner.report import track_record
 from planner.search.plan import Answer, Recommendation
@@ -44,9 +45,10 @@ def _near_slots(a: Answer, shown: int = 8) -> list[str]:
 
 def _track(a: Answer, shown: int = 8) -> list[str]:
     """The track record (`planner.report.track_record`) of each deployment mode among the first `shown` rows."""
-    firsts = {r.deployment.mode: r.deployment for r in reversed(a.recommendations[:shown])}
-    modes = dict.fromkeys(r.deployment.mode for r in a.recommendations[:shown])
-    return [n for n in (track_record.note(firsts[m]) for m in modes) if n]
+    firsts: dict[str, Deployment] = {}
+    for r in a.recommendations[:shown]:
+        firsts.setdefault(r.deployment.mode, r.deployment)
+    return [n for n in map(track_record.note, firsts.values()) if n]
 
 
 def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:

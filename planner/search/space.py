@@ -19,7 +19,7 @@ from functools import cache
 
 from pydantic import ValidationError
 
-from planner.engines import expert_replicas, profile
+from planner.engines import expert_replicas, wide_ep_replicas
 from planner.inputs.question import Question
 from planner.model.defaults import checkpoint_formats, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
@@ -224,7 +224,7 @@ def candidates(
         return fits[key]
 
     out: list[Candidate] = []
-    replicas = profile(q.engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+    replicas = wide_ep_replicas(q.engine, hw)
     mtps = [x for x in q.mtp if not x or m.mtp_layers]
     if q.osl <= 1:  # MTP drafts decode tokens: a one-token answer has none (its rows would differ in the flag only)
         mtps = [False]

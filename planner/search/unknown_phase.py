@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.engines import profile
+from planner.engines import wide_ep_replicas
 from planner.inputs.scenario import Scenario, ScenarioError
 from planner.model.defaults import Resolved, resolve
 from planner.model.deployment import ROLES, Deployment
@@ -76,7 +76,7 @@ def search_phase(s: Scenario, metric: str, base_dir: Path | None) -> tuple[Deplo
     budget = int(spec.gpus_per_instance) if spec and isinstance(spec.gpus_per_instance, int) else default_gpus(hw)
     best: tuple[float, Resolved] | None = None
     engine = s.engine if s.engine != "unknown" else "other"  # as resolve prices an unknown engine
-    replicas = profile(engine).for_arch(hw.arch).redundant_experts_wide_ep.value
+    replicas = wide_ep_replicas(engine, hw)
     for par in stated_layouts(m, hw, budget, role, cons, replicas):
         pool = {
             "instances": cons.get("instances", 1),
