@@ -67,14 +67,14 @@ class StepCost:
         return self.by_category()[category] / total if total else 0.0
 
 
-def _calibrated(op: Op, inst: InstanceSpec, path: KernelPath) -> OpTime | None:
+def _calibrated(op: Op, inst: InstanceSpec, default: bool) -> OpTime | None:
     """Price from a measured efficiency table (roofline.calibrated), where one applies: to the op's
-    `path` only if it is the architecture's default, the kernel the table measured, not one a what-if,
+    path only if it is the architecture's `default`, the kernel the table measured, not one a what-if,
     the model or the engine chose."""
     if not op.flops and not op.bytes:
         return None
     hit = lookup(inst.hardware, op.family, op.fmt)
-    if hit is None or path.name != select(inst.hardware.arch, op.family, op.fmt).name:
+    if hit is None or not default:
         return None
     table, label = hit
     hw = inst.hardware
@@ -98,12 +98,25 @@ def _padding(path: KernelPath, rows: float) -> float:
     return math.ceil(rows / tile) * tile / rows
 
 
-def _price(op: Op, inst: InstanceSpec, source: Source) -> OpTime:
+def _path(inst: InstanceSpec, op: Op, paths: dict[tuple[str, str], tuple[KernelPath, bool]]) -> tuple[KernelPath, bool]:
+    """The kernel path `op` runs and whether it is the architecture's default, once per op family and
+    format of a step (`paths`: the step's own, so nothing outlives it)."""
+    key = (op.family, op.fmt)
+    hit = paths.get(key)
+    if hit is None:
+        path = path_for(inst, op.family, op.fmt)
+        hit = paths[key] = (path, path.name == select(inst.hardware.arch, op.family, op.fmt).name)
+    return hit
+
+
+def _price(
+    op: Op, inst: InstanceSpec, source: Source, paths: dict[tuple[str, str], tuple[KernelPath, bool]] | None = None
+) -> OpTime:
     if op.family == "comm":
         lib = "deepep" if op.category == "ep_comm" else "nccl"  # a TP all-reduce read 'nccl/deepep' (trial)
         return OpTime(op.name, op.category, op.comm_s, 0.0, op.bytes, lib, "comm", "roofline")
-    path = path_for(inst, op.family, op.fmt)
-    calibrated = _calibrated(op, inst, path)
+    path, default = _path(inst, op, {} if paths is None else paths)
+    calibrated = _calibrated(op, inst, default)
     if calibrated is not None:
         return calibrated
     hw = inst.hardware
@@ -301,7 +314,8 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
     if p.pp == 1:  # the head runs on the last stage; with pp it adds to the latency below
         ops += _head_ops(inst, batch)
     ops += _mtp_ops(inst, batch)
-    priced = [_price(op, inst, "roofline") for op in ops if op.family != "comm"]
+    paths: dict[tuple[str, str], tuple[KernelPath, bool]] = {}
+    priced = [_price(op, inst, "roofline", paths) for op in ops if op.family != "comm"]
     compute = sum(o.time_s for o in priced)
     comm = [_price(op, inst, "roofline") for op in _comm_ops(inst, batch, scale)]
     hidden = 0.0
@@ -363,7 +377,7 @@ def step_cost(inst: InstanceSpec, batch: StepBatch, offload_bytes: float = 0.0) 
         notes.append(f"{offload_bytes / 1e9:.1f} GB of weights per GPU streamed from host each step")
     latency = stage
     if p.pp > 1:
-        head = [_price(op, inst, "roofline") for op in _head_ops(inst, batch)]
+        head = [_price(op, inst, "roofline", paths) for op in _head_ops(inst, batch)]
         all_ops += tuple(head)
         hop = batch.tokens / p.dp_attention * inst.model.hidden_size * ACT
         p2p = (p.pp - 1) * allreduce_time(inst.hardware, 2, hop / 2)

@@ -31,10 +31,7 @@ class DecodeState:
         self.running: dict[int, tuple[int, float, float, float]] = {}  # id -> (k_admit, t_i, c_i, d_i)
         self._heap: list[tuple[int, int, int]] = []  # (last step, id, admission step)
         self._order: list[int] = []  # admission order, for LIFO preemption (lazy)
-
-    @property
-    def n(self) -> int:
-        return len(self.running)
+        self.n = 0  # running sequences, len(running), kept as a plain field (read ~15 times per request)
 
     def context_sum(self) -> float:
         """Sum of the running sequences' context lengths (what attention reads)."""
@@ -61,6 +58,8 @@ class DecodeState:
     def admit(self, i: int, kv0: float, steps: int, tokens_per_step: float, remaining: float = 0.0) -> None:
         c_i = kv0 - tokens_per_step * self.k
         d_i = self.ratio * (remaining + tokens_per_step * self.k)
+        if i not in self.running:
+            self.n += 1
         self.running[i] = (self.k, tokens_per_step, c_i, d_i)
         self.c_sum += c_i
         self.d_sum += d_i
@@ -70,6 +69,7 @@ class DecodeState:
 
     def _remove(self, i: int) -> tuple[int, float, float, float]:
         k0, t_i, c_i, d_i = self.running.pop(i)
+        self.n -= 1
         self.c_sum -= c_i
         self.d_sum -= d_i
         self.t_sum -= t_i
