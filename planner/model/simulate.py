@@ -55,7 +55,9 @@ from simulator.metrics import latencies, measured_mask
 
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
 MAX_REQUESTS = 64_000
-MAX_DOUBLINGS = 3
+# up to 32x the first run (within MAX_REQUESTS): a 3x TP8 row at 5 req/s still differed 7.9% between its
+# halves at 8x (1,006 -> 8,048 requests) and settled at 30,000 (new-user trial, nineteenth session)
+MAX_DOUBLINGS = 5
 ROUNDS = 3  # measured rounds: each client (or each request slot) completes about this many requests
 MIN_REQUESTS = 600  # first run's request count at least, before any doubling
 # one round of arrivals before the measured ones (open-loop traffic fills the batch over one E2E) and
