@@ -170,7 +170,7 @@ def plan_page(q_in: dict[str, Any]) -> None:
         st.error(problem)
         return
     a = answer_for(q_in)
-    st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulated")
+    st.caption(f"{a.scored} candidates scored, {sum(a.pruned.values())} pruned, {a.simulated} simulations run")
     if q.simulation and q.simulation.trace:
         st.info(f"Trace-driven: the simulated rows and the time series replay {Path(q.simulation.trace.path).name}.")
     for msg in filter(None, [view.closest_message(a), *notes(a, records(a))]):

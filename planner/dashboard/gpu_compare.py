@@ -27,6 +27,7 @@ def summary_rows(fronts: list[Frontier], prices: dict[str, float], min_user: flo
                 "tok/s/user there": None if best is None else round(best["output_tok_s_per_user"], 1),
                 "deployment": "" if best is None else best["deployment"],
                 "kernels": h["kernels"],
+                "runtime": h["runtime"] or "",  # what the engine runs differently there (eager launches)
                 "$/Mtok": None
                 if best is None or best["usd_per_million_output_tokens"] is None
                 else round(best["usd_per_million_output_tokens"], 3),

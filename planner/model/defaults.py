@@ -33,6 +33,9 @@ from simulator.workload import in_flight_kv, longest_prompt
 DEFAULT_ISL = DEFAULT_OSL = 1024  # the 1k/1k point SGLang, TRT-LLM and InferenceMAX publish first
 
 
+MTP_DRAFTS = 3  # drafts the search tries when MTP is on (the engines' DeepSeek recipes), and explain's what-if
+
+
 def mtp_acceptance(draft_tokens: int) -> float:
     """Mean accepted drafts per step: the first draft is accepted 85% of the time (DeepSeek-V3
     technical report, sec. 5.4.3: 85-90%); engines draft further tokens by reusing the one MTP

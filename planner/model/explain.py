@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from planner.engines import profile
-from planner.model.defaults import Resolved, fp8_cache_attention
+from planner.model.defaults import MTP_DRAFTS, Resolved, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
@@ -111,11 +111,12 @@ def candidate_levers(
         out["nvfp4 experts"] = (lambda i: _precision(i, moe="nvfp4"), note)
     if not rt.cuda_graphs:
         out["CUDA graphs on"] = (lambda i: _runtime(i, cuda_graphs=True), "removes eager launch overhead")
-    if m.mtp_layers and main.mtp is None:
-        mtp = MTPConfig(draft_tokens=1, accepted_tokens=0.85)
-        out["MTP, 1 draft token"] = (
+    if m.mtp_layers and main.mtp is None:  # the MTP the plan's search tries (it read 1 draft here; trial)
+        mtp = MTPConfig(draft_tokens=MTP_DRAFTS, accepted_tokens=mtp_acceptance(MTP_DRAFTS))
+        out[f"MTP, {MTP_DRAFTS} draft tokens"] = (
             lambda i: i.model_copy(update={"mtp": mtp}),
-            "DeepSeek-V3 report: 85% acceptance of the first draft",
+            f"{mtp.accepted_tokens:.2f} drafts accepted a step (85% of the first, DeepSeek-V3 report; "
+            "planner.model.defaults.mtp_acceptance)",
         )
     if main.parallel.ep > 1 and main.parallel.dp_attention > 1 and rt.comm_overlap < 0.9:
         out["full comm/compute overlap"] = (lambda i: _runtime(i, comm_overlap=0.9), "hides EP all-to-all")

@@ -118,8 +118,11 @@ def _gap(a: float, b: float) -> float:
 
 
 def _converged(result: SimResult) -> tuple[bool, float]:
-    """Output throughput and mean TPOT agree within `CONVERGENCE` over the window's halves."""
-    gap = max(_gap(*window_halves(result)), _gap(*tpot_halves(result)))
+    """Output throughput and mean TPOT agree within `CONVERGENCE` over the window's halves. A window
+    with no output token in it shows nothing settling (10 requests whose arrivals span 10 ms read 0 tok/s
+    and 'converged'; trial, nineteenth session): gap 1."""
+    first, second = window_halves(result)
+    gap = max(_gap(first, second) if max(first, second) > 0 else 1.0, _gap(*tpot_halves(result)))
     return gap <= CONVERGENCE, gap
 
 
@@ -300,8 +303,8 @@ def _short_replay(result: SimResult, summary: dict[str, Any]) -> str:
     if span >= SHORT_REPLAY_E2ES * e2e / 1e3:
         return ""
     return (
-        f"a short run: its {len(arrived):,} arrivals span {span:,.2f} s, {span / (e2e / 1e3):.1f} mean E2Es "
-        f"({e2e / 1e3:,.2f} s each), so its batch fills and drains throughout and its tok/s reads below what this "
+        f"a short run: its {len(arrived):,} arrivals span {span:,.2f} s, {span / (e2e / 1e3):.2g} of a mean E2E "
+        f"({e2e / 1e3:,.2f} s), so its batch fills and drains throughout and its tok/s reads below what this "
         "traffic would sustain in a steady state; use more requests (--requests, simulation.requests, a longer trace) "
         "for steady figures"
     )

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from rich.console import Console
 from rich.table import Table
 
+from planner.engines import profile
 from planner.inputs.question import Question
 from planner.model.defaults import to_scenario
 from planner.search.plan import pareto, plan
@@ -40,6 +41,7 @@ class Frontier:
     points: list[tuple[float, float, str]] = field(default_factory=list)  # (tok/s/user, tok/s/GPU, deployment)
     reason: str = ""  # why there is no frontier (the model does not fit)
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # each point's scenario, by its label
+    engine: str = "sglang"
 
     @property
     def kernels(self) -> str:
@@ -48,6 +50,17 @@ class Frontier:
         user than every Blackwell system at batch 1 for Qwen3-30B-A3B, unsaid)."""
         arch = get_hardware(self.hardware).arch
         return f"kernels measured on {MEASURED[arch]}" if arch in MEASURED else PRIORS
+
+    @property
+    def runtime(self) -> str:
+        """What the engine's profile runs differently on this architecture and bounds its points, said where
+        the frontier is shown: eager launches where the profile has no CUDA graphs (Qwen3-30B-A3B on RTX PRO
+        6000 topped out at 62 tok/s/user, 48% of its batch-1 step in launches, the reason only under an
+        estimate's 'assumed'; trial, nineteenth session). '' where nothing differs."""
+        prof = profile(self.engine).for_arch(get_hardware(self.hardware).arch)
+        if prof.cuda_graphs.value:
+            return ""
+        return f"{self.engine} without CUDA graphs here, eager launches ({prof.cuda_graphs.source})"
 
 
 def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
@@ -70,10 +83,10 @@ def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
         if pts:
             front = pareto(pts)  # each point's deployment at its batch, as `planner estimate` / `simulate` rerun it
             scenarios = {lab: to_scenario(as_resolved(q, a.front_points[lab])) for _, _, lab in front}
-            return Frontier(hw, budget, front, scenarios=scenarios)
+            return Frontier(hw, budget, front, scenarios=scenarios, engine=engine)
         if budget * 2 > MAX_GPUS:
             pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common(2)) or "no candidates"
-            return Frontier(hw, budget, reason=f"does not fit in {budget} GPUs ({pruned})")
+            return Frontier(hw, budget, reason=f"does not fit in {budget} GPUs ({pruned})", engine=engine)
         budget *= 2
 
 
@@ -98,6 +111,7 @@ def compare_dict(fronts: list[Frontier], price: dict[str, float] | None = None) 
                 "hardware": f.hardware,
                 "gpus_searched": f.gpus,
                 "kernels": f.kernels,
+                "runtime": f.runtime or None,
                 "reason": f.reason or None,
                 "frontier": [
                     {
@@ -187,5 +201,7 @@ def print_compare(con: Console, data: dict[str, Any]) -> None:
                 p["deployment"],
             )
         con.print(t)
+        if f.get("runtime"):
+            con.print(f"{f['hardware']}: {f['runtime']}", style="dim", markup=False)
     if any(f["kernels"] == PRIORS for f in data["hardware"] if not f["reason"]):
         con.print(PRIORS_NOTE, style="dim", markup=False)

@@ -4,7 +4,7 @@
 what the engine runs when speculative decoding is not configured). Where the quantity asked says
 more (issue 11's rule for unknowns: what a tuned deployment would run for it), this module says so:
 - a latency metric at one request in flight is the lowest latency: MTP on, with the drafts the
-  search tries (`planner.search.space.MTP_DRAFTS`), where the model has MTP layers;
+  search tries (`planner.model.defaults.MTP_DRAFTS`), where the model has MTP layers;
 - a metric bound by an SLO (max_users_at_slo, a throughput with an `slo`) is the most the SLO allows:
   the caller tries MTP off and on (`settings`) and keeps the larger.
 Anything else keeps the engine's default. It does not price anything.
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.inputs.scenario import MTPSpec, Scenario
+from planner.model.defaults import MTP_DRAFTS
 from planner.search.anchor_units import LATENCY_METRICS as LATENCY
-from planner.search.space import MTP_DRAFTS
 from roofline.catalog import get_model
 from roofline.errors import PlannerError
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from planner.engines import expert_replicas, wide_ep_replicas
 from planner.inputs.question import Question
-from planner.model.defaults import checkpoint_formats, fp8_cache_attention, mtp_acceptance
+from planner.model.defaults import MTP_DRAFTS, checkpoint_formats, fp8_cache_attention, mtp_acceptance
 from planner.model.deployment import Deployment, Pool, make_pool
 from planner.model.steps import memory
 from roofline.catalog import get_hardware, get_model
@@ -32,7 +32,6 @@ from roofline.memory import kv_needed_tokens
 from roofline.precision import PrecisionMix
 
 WIDE_EP = (16, 24, 32, 40, 48, 56, 64, 72, 96, 128, 144)
-MTP_DRAFTS = 3  # drafts the search tries when MTP is on (the engines' DeepSeek recipes)
 
 
 def lay(gpus: int, tp: int = 1, dp: int = 1, ep: int = 1, pp: int = 1) -> Parallelism:
