@@ -119,10 +119,12 @@ def _gap(a: float, b: float) -> float:
 
 def _converged(result: SimResult) -> tuple[bool, float]:
     """Output throughput and mean TPOT agree within `CONVERGENCE` over the window's halves. A window
-    with no output token in it shows nothing settling (10 requests whose arrivals span 10 ms read 0 tok/s
-    and 'converged'; trial, nineteenth session): gap 1."""
+    with no output token in it, where requests decode at all, shows nothing settling (10 requests whose
+    arrivals span 10 ms read 0 tok/s and 'converged'; trial, nineteenth session): gap 1. One-token answers
+    count no decode tokens; their halves compare as before."""
     first, second = window_halves(result)
-    gap = max(_gap(first, second) if max(first, second) > 0 else 1.0, _gap(*tpot_halves(result)))
+    empty = max(first, second) <= 0 and len(result.table.osl) and float(np.nanmax(result.table.osl)) > 1
+    gap = max(1.0 if empty else _gap(first, second), _gap(*tpot_halves(result)))
     return gap <= CONVERGENCE, gap
 
 

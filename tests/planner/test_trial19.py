@@ -49,3 +49,16 @@ def test_a_stated_rate_settles_at_the_first_batch_that_carries_it() -> None:
     assert abs(b - 8192) < 1e-3 * 8192  # the bisection alone lands on the later crossing near 11,000
     assert _solve(lambda b: b, 5.0, 100) == pytest.approx(5.0, rel=1e-6)  # a rising f: the one crossing
     assert _solve(lambda b: b, 500.0, 100) is None
+
+
+def test_a_rate_the_largest_batch_falls_short_of_is_solved_where_an_earlier_batch_carries_it() -> None:
+    """One-token answers on gpt-oss-120b, 8 B200: a plan row at batch 128 carries 357 req/s, where the KV-full batch
+    (360) carries a little less; `planner estimate` of the row's scenario read 'saturated' (trial)."""
+
+    def tput(b: float) -> float:
+        return min(b, 128.0) - 0.01 * max(b - 128.0, 0.0)
+
+    b = _solve(tput, 128.0, 360)
+    assert b is not None
+    assert abs(b - 128.0) < 1e-3
+    assert _solve(tput, 129.0, 360) is None
