@@ -157,13 +157,15 @@ def request_overhead_s(dep: Deployment) -> float:
 
 
 def _solve(f: Callable[[float], float], target: float, hi: float) -> float | None:
-    """Smallest b in (0, hi] with f(b) >= target, None where no b reaches it. A bisection over (0, hi], then,
-    since f need not rise everywhere (a decode step's time can jump with the batch: a kernel's tile, a
-    collective's algorithm), a check of the batches 1, 2, 4, ... below its answer: where one already
-    reaches the target, the answer is the bisection's crossing between it and the batch before it. A
-    load grows the batch from below and settles at the first crossing; the bisection alone could land
-    on a later one (DeepSeek-V3 on 16 GB200 decode DP16 at 167.3 req/s: batch 10,970 and TPOT 65.6 ms
-    where 8,192 carries the rate at 49.0 ms: the plan's row; new-user trial, nineteenth session)."""
+    """A b in (0, hi] with f(b) >= target, the first such crossing the batches 1, 2, 4, ... show; None where
+    neither they nor hi reach the target. A bisection over (0, hi] first; then, since f need not rise
+    everywhere (a decode step's time can jump with the batch: a kernel's tile, a collective's algorithm),
+    the powers of two below its answer (the plan's sweep) are tried: the first that reaches the target
+    bounds a crossing, which a bisection from the power of two before it finds. A load grows the batch from
+    below and settles at the first crossing; the bisection alone could land on a later one (DeepSeek-V3 on 16
+    GB200 decode DP16 at 167.3 req/s: batch 10,970 and TPOT 65.6 ms where 8,192 carries the rate at 49.0 ms:
+    the plan's row; new-user trial, nineteenth session). Not seen: a crossing between two powers of two
+    that both fall short of the target (review: throughput peaking at batch 100)."""
     reached = f(hi) >= target  # where hi falls short, an earlier batch may still reach the target
     b = _bisect(f, target, 1e-6, hi) if reached else hi
     lo, g = 1e-6, 1.0

@@ -115,8 +115,8 @@ def candidate_levers(
         mtp = MTPConfig(draft_tokens=MTP_DRAFTS, accepted_tokens=mtp_acceptance(MTP_DRAFTS))
         out[f"MTP, {MTP_DRAFTS} draft tokens"] = (
             lambda i: i.model_copy(update={"mtp": mtp}),
-            f"{mtp.accepted_tokens:.2f} drafts accepted a step (85% of the first, DeepSeek-V3 report; "
-            "planner.model.defaults.mtp_acceptance)",
+            f"{mtp.accepted_tokens:.2f} drafts accepted a step (85% of the first, DeepSeek-V3 report; 0.20 less "
+            "for each further draft, assumed: planner.model.defaults.mtp_acceptance)",
         )
     if main.parallel.ep > 1 and main.parallel.dp_attention > 1 and rt.comm_overlap < 0.9:
         out["full comm/compute overlap"] = (lambda i: _runtime(i, comm_overlap=0.9), "hides EP all-to-all")

@@ -123,7 +123,7 @@ def _converged(result: SimResult) -> tuple[bool, float]:
     arrivals span 10 ms read 0 tok/s and 'converged'; trial, nineteenth session): gap 1. One-token answers
     count no decode tokens; their halves compare as before."""
     first, second = window_halves(result)
-    empty = max(first, second) <= 0 and len(result.table.osl) and float(np.nanmax(result.table.osl)) > 1
+    empty = max(first, second) <= 0 and len(result.table.osl) > 0 and int(result.table.osl.max()) > 1
     gap = max(1.0 if empty else _gap(first, second), _gap(*tpot_halves(result)))
     return gap <= CONVERGENCE, gap
 
@@ -305,11 +305,16 @@ def _short_replay(result: SimResult, summary: dict[str, Any]) -> str:
     if span >= SHORT_REPLAY_E2ES * e2e / 1e3:
         return ""
     return (
-        f"a short run: its {len(arrived):,} arrivals span {span:,.2f} s, {span / (e2e / 1e3):.2g} of a mean E2E "
-        f"({e2e / 1e3:,.2f} s), so its batch fills and drains throughout and its tok/s reads below what this "
+        f"a short run: its {len(arrived):,} arrivals span {span:,.2f} s, {_e2es(span / (e2e / 1e3))} "
+        f"({e2e / 1e3:,.2f} s each), so its batch fills and drains throughout and its tok/s reads below what this "
         "traffic would sustain in a steady state; use more requests (--requests, simulation.requests, a longer trace) "
         "for steady figures"
     )
+
+
+def _e2es(share: float) -> str:
+    """A span in mean E2Es as the short-run warning says it ('0.0 mean E2Es' read as none; trial)."""
+    return f"{share:.1f} mean E2Es" if share >= 0.1 else "under a tenth of one mean E2E"
 
 
 def _changing(cfg: SimConfig) -> bool:

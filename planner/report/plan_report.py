@@ -23,7 +23,7 @@ from planner.report.plan_notes import load_note, notes
 from planner.report.table_fit import fitted
 from planner.search.compare import user_figure
 from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
-from planner.search.verify import as_resolved
+from planner.search.verify import as_resolved, missed_most
 
 SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
 FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
@@ -75,10 +75,9 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "headroom": {SLO_NAMES[k]: round(v - 1, 4) for k, v in r.slack.items()},
         "bottleneck": p.bottleneck,
         "usd_per_million_output_tokens": cost_per_mtok(q, r),
-        # the target a row that misses misses most (every such row says it, not only the closest one, which
-        # the plan puts first: a second row 11% over its TTFT read null; trial, nineteenth session)
-        "binding_constraint": r.binding
-        or (min(r.slack, key=r.slack.__getitem__) if meets is False and r.slack else None),
+        # the target a row misses most, on every row that misses one (a second row 11% over its TTFT read null; a
+        # row that fails only for not settling binds none; trial and review, nineteenth session)
+        "binding_constraint": r.binding or missed_most(r.slack) or None,
         "needs": requirements(q, dep),  # what the launch needs beyond its commands
         # the scenario `planner simulate` / `estimate` take for this row (its traffic included)
         "scenario": scenario_of(q, r),

@@ -28,7 +28,7 @@ from planner.model.metrics import Metrics
 from planner.search.ray_pool import score_on_ray
 from planner.search.score import Point, Scored, score_many
 from planner.search.space import PRUNE_REASONS, Candidate, candidates
-from planner.search.verify import STOPPED, meets_slo, verify, verify_ranked
+from planner.search.verify import STOPPED, meets_slo, missed_most, verify, verify_ranked
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.errors import PlannerError
@@ -127,7 +127,7 @@ def _closest(q: Question, scored: list[Scored]) -> Recommendation | None:
     if best is None:
         return None
     _, s, p = best
-    binding = min(p.slack, key=p.slack.__getitem__) if p.slack else "gpu budget"
+    binding = missed_most(p.slack) if p.slack else "gpu budget"
     return Recommendation(s.cand, p, slack=dict(p.slack), binding=binding)
 
 
@@ -195,7 +195,7 @@ def plan(
     elif not feasible:
         sims = [r for r in recs if r.simulated is not None]
         closest = max(sims, key=lambda r: min(r.slack.values()) if r.slack else 0.0)
-        closest.binding = min(closest.slack, key=closest.slack.__getitem__) if closest.slack else ""
+        closest.binding = missed_most(closest.slack)
         recs = [closest] + [r for r in recs if r is not closest]
         limited = any(n.startswith(STOPPED) for n in failed)
         verified = "was verified to meet" if any(unsettled(r.simulated) for r in sims if r.simulated) else "meets"
@@ -247,7 +247,7 @@ def _nothing_ranked(
         else:
             ok, slack = meets_slo(q, sim)
             closest.simulated, closest.meets, closest.slack, simulated = sim, ok, slack, 1
-            closest.binding = "" if ok else min(slack, key=slack.__getitem__) if slack else closest.binding
+            closest.binding = missed_most(slack) if slack else ("" if ok else closest.binding)
             if ok:  # the estimate was pessimistic: the simulation verifies it
                 said[0] = "no candidate meets the SLO by estimate; the closest one meets it in simulation"
     feasible = closest is not None and closest.meets is True

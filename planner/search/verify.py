@@ -85,6 +85,15 @@ def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:
     return not unsteady and all(v >= 1 for v in slack.values()), slack
 
 
+def missed_most(slack: dict[str, float]) -> str:
+    """The target a row misses most: the least target / achieved, where it is below 1; '' where every target
+    is met (a row that fails only for not settling, or for its queue growing, binds no target)."""
+    if not slack:
+        return ""
+    key = min(slack, key=slack.__getitem__)
+    return key if slack[key] < 1 else ""
+
+
 def verify(q: Question, p: Point) -> Metrics:
     """The simulated figures of a scored point under the question's traffic (the record carries
     `converged`)."""
