@@ -33,7 +33,8 @@ D = DEFAULT_QUESTION
 DEFAULTS: dict[str, Any] = {
     "page": "Plan", "model": D.model, "hardware": D.hardware, "engine": D.engine, "max_gpus": D.max_gpus or 72,
     "isl": D.isl, "osl": D.osl, "price": D.price_per_gpu_hour, "traffic": "best operating point", "rate": 10.0,
-    "concurrency": 256, "ttft": D.slo.ttft_p90_ms or 2000.0, "tpot": D.slo.tpot_p90_ms or 50.0, "rec": 0,
+    "concurrency": 256, "ttft": D.slo.target("ttft") or 2000.0, "tpot": D.slo.target("tpot") or 50.0,
+    "pct": D.slo.statistic, "rec": 0,
     "other": 1, "kv": "as planned", "moe": "as planned", "ep": 0, "batch": 0, "mtp": -1.0, "overlap": -1.0,
     "frac": -1.0, "tc": False, "ts": False, "min_user": 0.0, "prices": "",
 }  # fmt: skip
@@ -225,7 +226,8 @@ def deployment_section(
         steady = "" if ts.get("converged") else "; the measured window had not converged (figures still moving)"
         st.caption(f"simulated: {ts['requests']:,} requests, {ts['source']}{steady}. Dotted: the record's batch.")
         slo = {f"{k.split('_')[0]}_ms": v for k, v in q.slo.targets().items()}
-        st.plotly_chart(charts.timeseries_figure(ts, slo, rec["batch_per_instance"]), width="stretch")
+        chart = charts.timeseries_figure(ts, slo, rec["batch_per_instance"], q.slo.statistic)
+        st.plotly_chart(chart, width="stretch")
     downloads(a, i, w, scn)
 
 

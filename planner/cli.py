@@ -226,6 +226,9 @@ def plan(
     ttft_p90: Annotated[float | None, typer.Option(help="p90 TTFT target, ms")] = None,
     tpot_p90: Annotated[float | None, typer.Option(help="p90 TPOT target, ms")] = None,
     e2e_p90: Annotated[float | None, typer.Option(help="p90 end-to-end target, ms")] = None,
+    ttft_p99: Annotated[float | None, typer.Option(help="p99 TTFT target, ms (p99 targets replace p90s)")] = None,
+    tpot_p99: Annotated[float | None, typer.Option(help="p99 TPOT target, ms")] = None,
+    e2e_p99: Annotated[float | None, typer.Option(help="p99 end-to-end target, ms")] = None,
     optimize: Annotated[str | None, typer.Option(help="throughput-per-gpu | gpus | cost")] = None,
     price_per_gpu_hour: Annotated[float | None, typer.Option(help="USD per GPU-hour")] = None,
     engine: Annotated[str | None, typer.Option(help="sglang | trtllm | vllm | other (generic profile)")] = None,
@@ -262,6 +265,7 @@ def plan(
         "checkpoint": checkpoint,
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
+    slo |= {"ttft_p99_ms": ttft_p99, "tpot_p99_ms": tpot_p99, "e2e_p99_ms": e2e_p99}
     _writable("--chart", chart)
     if workers is not None and workers < 1:  # 0 was taken silently (sixteenth trial)
         raise PlannerError(f"--workers: {workers} processes; allowed: 1 or more (default: all cores)")

@@ -135,7 +135,7 @@ def memory_figure(b: Breakdown) -> go.Figure:
     return fig
 
 
-def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: float) -> go.Figure:
+def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: float, stat: str = "p90") -> go.Figure:
     """Six panels over simulated time: queue, decode batch (with the record's batch), KV use,
     output throughput, TTFT and TPOT (each with its SLO line)."""
     from plotly.subplots import make_subplots  # noqa: PLC0415  (plotly submodule, loaded on use)
@@ -169,7 +169,7 @@ def timeseries_figure(ts: dict[str, Any], slo: dict[str, float], planned_batch: 
     for key, col in (("ttft_ms", 2), ("tpot_ms", 3)):
         if key in slo:
             fig.add_trace(
-                go.Scatter(x=x, y=[slo[key]] * len(x), name=f"{key.split('_')[0].upper()} SLO {slo[key]:g} ms (p90)",
+                go.Scatter(x=x, y=[slo[key]] * len(x), name=f"{key.split('_')[0].upper()} SLO {slo[key]:g} ms ({stat})",
                            line={"dash": "dash", "color": "#d62728"}),
                 row=2,
                 col=col,

@@ -78,7 +78,7 @@ def downloads(a: Answer, index: int, w: WhatIf, changed: dict[str, Any]) -> dict
             "recommendation": index + 1,
             "changes": w.changes(),
             "scenario": changed,
-            "figures": "estimate (means): simulate the scenario to check p90s",
+            "figures": "estimate (means): simulate the scenario to check the SLO's percentile",
         }
     return {
         f"{stem}_scenario.yaml": yaml.safe_dump(scn, sort_keys=False),

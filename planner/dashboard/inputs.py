@@ -19,6 +19,7 @@ CHOICES: dict[str, list[Any]] = {  # the options of each choice widget, by its k
     "page": ["Plan", "Which GPU?", "Validation"],
     "engine": ["sglang", "trtllm", "vllm"],
     "traffic": ["best operating point", "request rate", "concurrency"],
+    "pct": ["p90", "p99"],  # the percentile the SLO targets bind (planner.inputs.question.SLO)
     "kv": ["as planned", "bf16", "fp8"],
     "moe": ["as planned", "fp8", "nvfp4", "mxfp4", "w4a16"],
     "ep": [0, 2, 4, 8, *WIDE_EP],  # a link's EP; the panel offers the model's own (whatif.ep_scales)
@@ -72,10 +73,11 @@ def question_panel() -> dict[str, Any]:
         q["rate"] = float(_number(sb, "requests/s", "rate"))
     elif traffic == "concurrency":
         q["concurrency"] = int(_number(sb, "requests in flight", "concurrency"))
-    sb.subheader("SLO (p90)")
+    sb.subheader("SLO")
+    pct = sb.radio("percentile", CHOICES["pct"], key="pct", horizontal=True)
     q["slo"] = {
-        "ttft_p90_ms": float(_number(sb, "TTFT ms", "ttft")),
-        "tpot_p90_ms": float(_number(sb, "TPOT ms", "tpot")),
+        f"ttft_{pct}_ms": float(_number(sb, "TTFT ms", "ttft")),
+        f"tpot_{pct}_ms": float(_number(sb, "TPOT ms", "tpot")),
     }
     config = sb.file_uploader("model config.json (replaces the model above)", type=["json"])
     if config is not None:  # what `planner plan --model PATH` takes (the dashboard offered catalog ids only)

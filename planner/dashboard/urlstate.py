@@ -28,6 +28,7 @@ SHARED: dict[str, Callable[[str], Any]] = {
     "concurrency": int,
     "ttft": float,
     "tpot": float,
+    "pct": str,
     "rec": int,
     "other": int,
     "kv": str,

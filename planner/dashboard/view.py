@@ -12,7 +12,7 @@ from typing import Any
 
 from planner.inputs.question import Question
 from planner.model import context
-from planner.report.plan_report import SLO_NAMES, record, table_rows
+from planner.report.plan_report import SLO_NAMES, record, slo_text, table_rows
 from planner.search.plan import Answer
 from roofline.catalog import get_model
 
@@ -24,11 +24,11 @@ COLUMN_HELP = {
     "precision": "attention / KV cache / dense layers / experts number formats",
     "batch": "decode sequences in flight per decode (or aggregated) instance at the estimate's operating point "
     "(a simulated run's own varies with its traffic)",
-    "figures": "where the row's latency and throughput come from: simulated p90 (not steady: the run's two "
-    "halves disagree, so it neither verifies nor refutes the SLO; over capacity: its queue grows, so it meets "
-    "no SLO) or the estimator's means",
-    "TTFT ms": "time to first token: simulated p90, or the estimate's mean",
-    "TPOT ms": "time per output token after the first: simulated p90, or the estimate's mean",
+    "figures": "where the row's latency and throughput come from: simulated at the SLO's percentile (p90 or p99; "
+    "not steady: the run's two halves disagree, so it neither verifies nor refutes the SLO; over capacity: its "
+    "queue grows, so it meets no SLO) or the estimator's means",
+    "TTFT ms": "time to first token: simulated at the SLO's percentile, or the estimate's mean",
+    "TPOT ms": "time per output token after the first: simulated at the SLO's percentile, or the estimate's mean",
     "tok/s/GPU": "output tokens per second per GPU at this operating point",
     "tok/s/user": "output tokens per second one user sees (1000 / mean TPOT ms)",
     "SLO": "whether the figures meet every SLO target, and by which method",
@@ -49,7 +49,7 @@ TABLE_COLUMNS = list(COLUMN_WIDTHS)  # tok/s/user (1000 / TPOT) is the Pareto ch
 def header(q: Question) -> str:
     """The question in one sentence (the page title's subtitle)."""
     traffic = q.traffic_text or "each deployment at its best operating point"
-    slo = ", ".join(f"{SLO_NAMES[k]} p90 <= {v:g} ms" for k, v in q.slo.targets().items()) or "no SLO"
+    slo = slo_text(q).replace("none", "no SLO")
     budget = f"exactly {q.gpus}" if q.gpus else f"at most {q.max_gpus}"
     return (
         f"{get_model(q.model).name} on {q.hardware} with {q.engine}: {budget} GPUs, {q.isl:,} input / {q.osl:,} "
@@ -123,7 +123,7 @@ def front_reason(a: Answer) -> str | None:
     """Why the Pareto chart is empty while candidates were scored."""
     if any(a.fronts.values()) or not a.scored:
         return None
-    ttft = a.question.slo.ttft_p90_ms
+    ttft = a.question.slo.target("ttft")
     return (
         f"Pareto front empty: none of the {a.scored} scored candidates has an operating point with mean TTFT "
         f"within the {ttft:g} ms target"
@@ -138,7 +138,7 @@ def ranking_note(a: Answer) -> str:
     return (
         f"Ranked: simulated deployments that meet the SLO first, then estimates not yet simulated, then "
         f"simulated misses; by {a.question.optimize} within each group. {sims} of {len(rows)} rows are "
-        "simulated p90s, the rest estimator means (they can differ a lot: see 'figures')."
+        f"simulated {a.question.slo.statistic}s, the rest estimator means (they can differ a lot: see 'figures')."
     )
 
 

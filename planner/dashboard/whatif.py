@@ -3,7 +3,7 @@
 A `WhatIf` is a change set applied to the recommendation's scenario mapping (the same mapping
 `planner simulate` and the downloads take). Its figures come from the steady-state estimator
 (`planner.model.estimator`), so they are compared with the recommendation's own estimate, never with
-its simulated p90s. Capacity at the SLO is the largest request rate whose estimate meets every
+its simulated percentiles. Capacity at the SLO is the largest request rate whose estimate meets every
 target (bisection), so a change that costs throughput shows as lost capacity even though the
 request rate is held. This module does not plan, simulate or draw.
 """
@@ -193,7 +193,7 @@ def _meets(m: Metrics, slo: dict[str, float]) -> bool:
 def capacity_at_slo(res: Resolved, iterations: int = 30) -> float | None:
     """The largest request rate whose estimate (means) meets every SLO target, by bisection on
     the rate; 0.0 when even a trickle misses, None when the scenario states no SLO."""
-    slo = res.slo.model_dump(exclude_none=True) if res.slo else {}
+    slo = res.slo.model_dump(exclude_none=True, exclude={"statistic"}) if res.slo else {}
     if not slo:
         return None
     dep = res.deployment

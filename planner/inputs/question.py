@@ -2,7 +2,8 @@
 
 From CLI flags or a YAML file (same fields). Traffic is a request rate, a concurrency, or
 neither (then the planner finds each deployment's best operating point under the SLOs).
-SLO targets are p90s; the estimator screens on means and the simulator checks the p90s.
+SLO targets are p90s or p99s (one percentile per question: `SLO.statistic`); the estimator screens
+on means and the simulator checks the targets' percentile.
 """
 
 from __future__ import annotations
@@ -23,13 +24,45 @@ Objective = Literal["throughput-per-gpu", "gpus", "cost"]
 Mode = Literal["aggregated", "disaggregated"]
 
 
+SLO_STATISTICS = ("p90", "p99")  # the percentiles a question's targets may bind
+
+
 class SLO(StrictModel):
+    """Latency targets, each named by the percentile it binds (`ttft_p99_ms`: p99 TTFT <= this many ms),
+    all at one percentile: p90 (the planner's default) or p99 (MLPerf's Server and Interactive constraints,
+    most written SLAs). The simulator checks that percentile; the estimator's screen compares its means."""
+
     ttft_p90_ms: float | None = Field(default=None, gt=0)
     tpot_p90_ms: float | None = Field(default=None, gt=0)
     e2e_p90_ms: float | None = Field(default=None, gt=0)
+    ttft_p99_ms: float | None = Field(default=None, gt=0)
+    tpot_p99_ms: float | None = Field(default=None, gt=0)
+    e2e_p99_ms: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_percentile(self) -> SLO:
+        stats = {k.split("_")[1] for k in self.targets()}
+        if len(stats) > 1:
+            raise ValueError(f"targets at one percentile only, p90 or p99; got {', '.join(self.targets())}")
+        return self
 
     def targets(self) -> dict[str, float]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
+
+    @property
+    def statistic(self) -> Literal["p90", "p99"]:
+        """The percentile the targets bind: p90 or p99 (p90 without targets)."""
+        return "p99" if any(target_parts(k)[1] == "p99" for k in self.targets()) else "p90"
+
+    def target(self, name: str) -> float | None:
+        """The target of latency `name` (ttft, tpot, e2e) at the SLO's percentile, if one is set."""
+        return self.targets().get(f"{name}_{self.statistic}_ms")
+
+
+def target_parts(key: str) -> tuple[str, str]:
+    """An SLO target's latency and percentile: 'tpot_p99_ms' -> ('tpot', 'p99')."""
+    name, stat, _ = key.split("_")
+    return name, stat
 
 
 class Question(StrictModel):
@@ -117,7 +150,9 @@ def build_question(
 ) -> Question:
     """The one way the CLI and the app turn what a user typed into a Question: start from `base`
     (a question file) or the documented default question, then apply each field the user gave;
-    SLO targets are replaced one by one (`--tpot-p90 30` keeps the default TTFT target). A fixed
+    SLO targets are replaced one by one (`--tpot-p90 30` keeps the default TTFT target); targets at
+    another percentile than the base's replace all of its targets (`--tpot-p99 80` on the default
+    question leaves p99 TPOT <= 80 ms alone: one percentile per question). A fixed
     budget (`gpus`) replaces an upper bound (`max_gpus`) and vice versa; a rate replaces a
     concurrency and vice versa."""
     start = base or DEFAULT_QUESTION
@@ -133,7 +168,10 @@ def build_question(
     data.update(fields)
     targets = {k: v for k, v in (slo or {}).items() if v is not None}
     if targets:
-        data["slo"] = {**data["slo"], **targets}
+        kept = {k: v for k, v in data["slo"].items() if v is not None}
+        if {target_parts(k)[1] for k in targets} != {target_parts(k)[1] for k in kept} and kept:
+            kept = {}  # another percentile: the typed targets replace the base's
+        data["slo"] = {**kept, **targets}
     if simulation is not None:
         data["simulation"] = simulation
     data = {k: v for k, v in data.items() if v is not None}

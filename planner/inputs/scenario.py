@@ -130,6 +130,10 @@ class SLOSpec(InputModel):
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
     e2e_ms: float | None = Field(default=None, gt=0)
+    # the percentile a scenario's targets bind in `planner simulate`'s verdict (unset: p90, the planner's
+    # default); a plan row's exported scenario states its question's. Anchors leave it out: their SLO-bound
+    # metrics read means, and MLPerf LoadGen's its p99 (planner.search.validate)
+    statistic: Literal["p90", "p99"] | None = None
 
 
 class RuntimeSpec(InputModel):

@@ -32,8 +32,7 @@ class Metrics:
     saturated: bool = False  # the offered load exceeds what the deployment serves
     limit: str = ""  # the resource that binds, if any (e.g. "prefill pool at capacity")
     assumed: list[str] = field(default_factory=list)
-    p90_s: dict[str, float | None] = field(default_factory=dict)  # simulate: ttft/tpot/e2e p90
-    summary: dict[str, Any] | None = None  # simulate: the simulator's full summary
+    summary: dict[str, Any] | None = None  # simulate: the simulator's full summary (its percentiles)
     # answers of one token: no time per output token to show (tpot_s stays the decode step's, for the
     # figures built on it), as a simulation's summary has none
     one_token: bool = False
@@ -60,11 +59,12 @@ class Metrics:
         return phase_models(self.mode, name) and not (name == "tpot" and self.one_token)
 
     def latency_ms(self, name: str, stat: str = "p90") -> float | None:
-        """`name` in ttft/tpot/e2e; `stat` p90 (simulate) or mean. An estimate has means only. Answers of
-        one token have no TPOT (None), as a simulation's summary has none."""
-        if stat == "p90":
-            v = self.p90_s.get(name)
-            return None if v is None else v * 1e3
+        """`name` in ttft/tpot/e2e; `stat` mean, or a percentile the simulation's summary gives (p50, p90,
+        p99). An estimate has means only (None for a percentile). Answers of one token have no TPOT (None),
+        as a simulation's summary has none."""
+        if stat != "mean":
+            v = ((self.summary or {}).get(f"{name}_ms") or {}).get(stat)
+            return None if v is None else float(v)
         if name == "tpot" and (self.one_token or not self.tpot_s):
             return None
         return float(getattr(self, f"{name}_s")) * 1e3

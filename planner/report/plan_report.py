@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from planner.inputs.question import Question
+from planner.inputs.question import SLO_STATISTICS, Question, target_parts
 from planner.launch import UNAVAILABLE, launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
@@ -25,22 +25,24 @@ from planner.search.compare import user_figure
 from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
 from planner.search.verify import as_resolved, missed_most
 
-SLO_NAMES = {"ttft_p90_ms": "TTFT", "tpot_p90_ms": "TPOT", "e2e_p90_ms": "E2E"}
-FIGURES = {"simulate": "simulated p90", "estimate": "estimate (mean)"}
-UNSTEADY = "simulated p90, not steady"  # a simulation whose measured halves disagree (its summary's warning)
-OVERLOADED = "simulated p90, over capacity"  # a simulation whose queue grows (summary `overloaded`): never meets
+SLO_NAMES = {f"{n}_{s}_ms": n.upper() for n in ("ttft", "tpot", "e2e") for s in SLO_STATISTICS}
 
 
-def _ms(m: Metrics, name: str) -> float | None:
-    """A latency as shown: the p90 when simulated, the mean when estimated."""
-    return m.latency_ms(name, "p90" if m.method == "simulate" else "mean")
+def _ms(m: Metrics, name: str, stat: str) -> float | None:
+    """A latency as shown: the question's percentile (`stat`) when simulated, the mean when estimated."""
+    return m.latency_ms(name, stat if m.method == "simulate" else "mean")
+
+
+def slo_text(q: Question) -> str:
+    """The question's targets in words: 'TTFT p90 <= 2000 ms, TPOT p90 <= 50 ms' ('none' without)."""
+    return ", ".join(f"{SLO_NAMES[k]} {target_parts(k)[1]} <= {v:g} ms" for k, v in q.slo.targets().items()) or "none"
 
 
 def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
     """The one record of a recommendation; the rich table, JSON, CSV and the dashboard render
     it and never recompute. `figures` says where the shown numbers come from."""
     q, p, m, dep = a.question, r.point, r.metrics, r.deployment
-    est = p.metrics
+    est, stat = p.metrics, a.question.slo.statistic
     prefill = dep.first("prefill")
     main = dep.first("decode") or dep.first("aggregated")
     assert main is not None
@@ -61,10 +63,10 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "mtp": main.instance.mtp is not None,
         "kv_mem_fraction": main.instance.runtime.mem_fraction,
         "batch_per_instance": p.batch,
-        "figures": _figures(m),
-        "ttft_ms": _ms(m, "ttft"),
-        "tpot_ms": _ms(m, "tpot"),
-        "e2e_ms": _ms(m, "e2e"),
+        "figures": _figures(m, stat),
+        "ttft_ms": _ms(m, "ttft", stat),
+        "tpot_ms": _ms(m, "tpot", stat),
+        "e2e_ms": _ms(m, "e2e", stat),
         "output_tok_s_per_gpu": m.output_tok_s_per_gpu,
         # 1000 / mean TPOT, the one tokens-per-user of every view (simulate, estimate, compare, the Pareto chart)
         "output_tok_s_per_user": m.output_tok_s_per_user or None,
@@ -91,9 +93,9 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
         "simulated": None
         if r.simulated is None
         else {
-            "ttft_p90_ms": _ms(r.simulated, "ttft"),
-            "tpot_p90_ms": _ms(r.simulated, "tpot"),
-            "e2e_p90_ms": _ms(r.simulated, "e2e"),
+            f"ttft_{stat}_ms": _ms(r.simulated, "ttft", stat),
+            f"tpot_{stat}_ms": _ms(r.simulated, "tpot", stat),
+            f"e2e_{stat}_ms": _ms(r.simulated, "e2e", stat),
             "ttft_mean_ms": r.simulated.ttft_s * 1e3,
             "tpot_mean_ms": r.simulated.latency_ms("tpot", "mean"),
             "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
@@ -141,14 +143,17 @@ def _verdict(meets: bool | None, m: Metrics) -> str:
     return {True: "meets", False: "misses", None: "-"}[meets]
 
 
-def _figures(m: Metrics) -> str:
-    """Where a row's figures come from, and whether its simulation was over capacity or unsteady: the
-    summary's `steady`, the verdict the SLO check reads (a trace's halves may differ by design; its row
-    said 'not steady' beside 'meets (simulate)')."""
+def _figures(m: Metrics, stat: str = "p90") -> str:
+    """Where a row's figures come from ('simulated p90', or the question's percentile `stat`; 'estimate
+    (mean)'), and whether its simulation was over capacity (its queue grows: never meets) or unsteady
+    (its measured halves disagree): the summary's `steady`, the verdict the SLO check reads (a trace's halves
+    may differ by design; its row said 'not steady' beside 'meets (simulate)')."""
+    if m.method != "simulate":
+        return "estimate (mean)"
     summary = m.summary or {}
     if summary.get("overloaded"):
-        return OVERLOADED
-    return UNSTEADY if summary.get("steady") is False else FIGURES[m.method]
+        return f"simulated {stat}, over capacity"
+    return f"simulated {stat}, not steady" if summary.get("steady") is False else f"simulated {stat}"
 
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
@@ -223,7 +228,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
     q = a.question
     con.print(
         f"{q.model} on {q.hardware} with {q.engine}, budget {q.budget} GPUs, {q.isl}/{q.osl} tokens, "
-        f"SLO {', '.join(f'{SLO_NAMES[k]} p90 <= {v:g} ms' for k, v in q.slo.targets().items()) or 'none'}, "
+        f"SLO {slo_text(q)}, "
         f"optimize {q.optimize}",
         markup=False,
     )
@@ -239,7 +244,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
-        "figures: simulated p90 where simulated ('not steady': the run's two halves disagree, unverified; "
+        f"figures: simulated {q.slo.statistic} where simulated ('not steady': the run's two halves disagree, "
+        "unverified; "
         "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
         "precision: attention/KV/dense/experts; batch: the estimate's decode batch per instance (a simulated run's "
         "own varies with its traffic)"
@@ -316,9 +322,9 @@ def pareto_figure(a: Answer) -> go.Figure:
                 hovertemplate="%{text}<br>%{x:.1f} tok/s/user<br>%{y:,.0f} tok/s/GPU<extra></extra>",
             )
         )
-    tpot = a.question.slo.tpot_p90_ms
+    tpot, stat = a.question.slo.target("tpot"), a.question.slo.statistic
     if tpot:
-        fig.add_vline(x=1000 / tpot, line_dash="dash", annotation_text=f"TPOT SLO {tpot:g} ms")
+        fig.add_vline(x=1000 / tpot, line_dash="dash", annotation_text=f"TPOT {stat} SLO {tpot:g} ms")
     fig.update_layout(xaxis_title="output tok/s per user", yaxis_title="output tok/s per GPU")
     return fig
 

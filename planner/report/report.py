@@ -272,8 +272,8 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
 
 
 def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = None) -> None:
-    """The simulated percentiles and rates; with the scenario's `slo`, each target against its p90 (the
-    plan's reading of a target)."""
+    """The simulated percentiles and rates; with the scenario's `slo`, each target against its `statistic`
+    (p90 unless stated: the plan's default reading of a target)."""
     t = Table(title=f"{title}: simulated")
     for col in ("metric", "mean", "p50", "p90", "p99"):
         t.add_column(col, justify="left" if col == "metric" else "right")
@@ -281,10 +281,12 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         st = m[key]
         t.add_row(key, *("-" if st[q] is None else f"{st[q]:,.1f}" for q in ("mean", "p50", "p90", "p99")))
     con.print(t)
-    targets = {k: v for k, v in (slo.model_dump() if slo is not None else {}).items() if v is not None}
-    got = {k: m[k]["p90"] for k in targets if m.get(k) and m[k].get("p90") is not None}
+    stat = (slo.statistic if slo is not None else None) or "p90"
+    given = slo.model_dump(exclude={"statistic"}) if slo is not None else {}
+    targets = {k: v for k, v in given.items() if v is not None}
+    got = {k: m[k][stat] for k in targets if m.get(k) and m[k].get(stat) is not None}
     if got:
-        said = [f"{k.split('_')[0].upper()} p90 {got[k]:,.1f} ms {'<=' if got[k] <= targets[k] else '>'} "
+        said = [f"{k.split('_')[0].upper()} {stat} {got[k]:,.1f} ms {'<=' if got[k] <= targets[k] else '>'} "
                 f"{targets[k]:,g} ({'meets' if got[k] <= targets[k] else 'misses'})" for k in got]  # fmt: skip
         con.print("slo: " + "; ".join(said), markup=False)
     s = Table(show_header=False)

@@ -2,7 +2,7 @@
 
 Two stages. (1) Every candidate of `planner.search.space` is scored by `planner.search.score` (the step-cost
 model, means) on a local process pool, or on a Ray cluster with `ray_address`. (2) The top
-candidates by the objective are simulated under the question's traffic and their p90s checked
+candidates by the objective are simulated under the question's traffic and their percentiles checked
 against the SLO (`planner.search.verify`: the first `verify_top` side by side in forked processes on a
 local run, one after another under Ray); verified candidates rank first. When nothing meets the SLO the answer names the
 closest candidate and the constraint that binds, as an outcome, not an exception.
@@ -42,7 +42,7 @@ class Recommendation:
     cand: Candidate
     point: Point  # the sized deployment and its estimate
     simulated: Metrics | None = None
-    meets: bool | None = None  # the simulated p90s meet the SLO (None: not simulated)
+    meets: bool | None = None  # the simulated percentiles meet the SLO (None: not simulated)
     slack: dict[str, float] = field(default_factory=dict)  # target / achieved, by the figures shown
     binding: str = ""  # for the closest infeasible one: the constraint that binds
     fallbacks: list[Point] = field(default_factory=list)  # lower operating points that also met stage 1
@@ -288,7 +288,7 @@ def _fronts(q: Question, scored: list[Scored]) -> dict[str, list[tuple[float, fl
             for s in scored
             if s.cand.mode == mode
             for p in s.points
-            if p.slack.get("ttft_p90_ms", 1) >= 1
+            if all(v >= 1 for k, v in p.slack.items() if k.startswith("ttft"))
         ]
         fronts[mode] = pareto(pts)
     return fronts

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.inputs.edge import one_line
-from planner.inputs.question import Question
+from planner.inputs.question import Question, target_parts
 from planner.inputs.scenario import SLOSpec
 from planner.model.defaults import Resolved
 from planner.model.metrics import Metrics
@@ -50,7 +50,7 @@ SIMULATION_BUDGET_S = 5.0  # ... and CPU seconds (at least `verify_top` simulati
 # its simulations runs ~130,000-200,000 requests (~10 s); 22 of them took a plan 3.5 minutes
 VERIFY_LIMIT_S = 40.0
 STOPPED = "verification stopped"  # how the note the limit leaves begins (planner.search.plan reads it)
-RETRIES = 2  # lower swept operating points tried when the simulator's p90s miss the SLO
+RETRIES = 2  # lower swept operating points tried when the simulated percentiles miss the SLO
 BISECTIONS = 2  # batches simulated between a swept batch that met and the next one up that missed
 
 
@@ -59,7 +59,8 @@ def as_resolved(q: Question, p: Point) -> Resolved:
     rate = None
     if q.concurrency is None:
         rate = q.rate if q.rate is not None else p.metrics.output_tok_s / q.osl
-    slo = SLOSpec(ttft_ms=q.slo.ttft_p90_ms, tpot_ms=q.slo.tpot_p90_ms, e2e_ms=q.slo.e2e_p90_ms)
+    t = q.slo.target
+    slo = SLOSpec(ttft_ms=t("ttft"), tpot_ms=t("tpot"), e2e_ms=t("e2e"), statistic=q.slo.statistic)
     name = f"{q.model} on {p.gpus}x {q.hardware}"
     conc = float(q.concurrency) if q.concurrency is not None else None
     # a config.json model is named by its absolute path, so an exported scenario reruns from any folder
@@ -70,16 +71,16 @@ def as_resolved(q: Question, p: Point) -> Resolved:
 
 
 def meets_slo(q: Question, m: Metrics) -> tuple[bool, dict[str, float]]:
-    """Whether the figures meet every target (p90s when simulated, means when estimated), and
-    target / achieved per target. A simulation that is not a steady state (its summary's `steady`: over
-    capacity, or its halves still disagree after the longest run, as near capacity a queue wanders
-    without bound) meets none, whatever its finite run's p90s are."""
-    stat = "p90" if m.method == "simulate" else "mean"
+    """Whether the figures meet every target (each at its percentile when simulated, means when
+    estimated), and target / achieved per target. A simulation that is not a steady state (its summary's
+    `steady`: over capacity, or its halves still disagree after the longest run, as near capacity a queue
+    wanders without bound) meets none, whatever its finite run's percentiles are."""
     slack = {}
     for key, target in q.slo.targets().items():
-        if key.startswith("tpot") and q.osl <= 1:  # a one-token answer has no time per output token
+        name, stat = target_parts(key)
+        if name == "tpot" and q.osl <= 1:  # a one-token answer has no time per output token
             continue
-        got = m.latency_ms(key.split("_")[0], stat)
+        got = m.latency_ms(name, stat if m.method == "simulate" else "mean")
         slack[key] = target / got if got else (0.0 if got is None else float("inf"))
     unsteady = m.method == "simulate" and (m.summary or {}).get("steady") is False
     return not unsteady and all(v >= 1 for v in slack.values()), slack

@@ -246,8 +246,7 @@ def test_a_run_that_never_settled_is_unverified_and_one_over_capacity_misses():
 
     def sim(**summary):
         m = Metrics("simulate", "aggregated", 1, 8.0, ttft_s=0.1, tpot_s=0.01, output_tok_s=1000.0)
-        m.p90_s = {"ttft": 0.2, "tpot": 0.02, "e2e": 2.0}
-        m.summary = summary
+        m.summary = {"ttft_ms": {"p90": 200.0}, "tpot_ms": {"p90": 20.0}, "e2e_ms": {"p90": 2000.0}, **summary}
         return m
 
     steady = sim(steady=True, overloaded=False, converged=True)
@@ -336,8 +335,9 @@ def test_a_closest_candidate_that_meets_in_simulation_makes_the_answer_feasible(
 
     def meets(q, p):
         m = copy.copy(p.metrics)
-        m.method, m.p90_s = "simulate", {"ttft": 1e-3, "tpot": 1e-4, "e2e": 2e-3}
+        m.method = "simulate"
         m.summary = {"steady": True, "overloaded": False, "converged": True}
+        m.summary |= {"ttft_ms": {"p90": 1.0}, "tpot_ms": {"p90": 0.1}, "e2e_ms": {"p90": 2.0}}
         return m
 
     monkeypatch.setattr(plan_mod, "verify", meets)

@@ -1,0 +1,114 @@
+"""SLO targets at p99 as well as p90 (MLPerf's Server constraints, most written SLAs): one percentile per
+question, checked at that percentile by the verifying simulation, carried into the exported scenario and
+`planner simulate`'s verdict, and refused where no path reads it (an anchor's slo)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.inputs.edge import ScenarioError
+from planner.inputs.question import SLO, Question, build_question, parse_question
+from planner.inputs.scenario import SLOSpec
+from planner.model.metrics import Metrics
+from planner.report.report import print_simulation
+from planner.search.validate import predict_anchor
+from planner.search.verify import meets_slo
+
+runner = CliRunner()
+
+
+def _sim(p90: float, p99: float) -> Metrics:
+    """A simulated record whose TPOT percentiles are `p90` and `p99` ms (TTFT well within any target)."""
+    m = Metrics("simulate", "aggregated", 1, 8.0, ttft_s=0.1, tpot_s=0.01, e2e_s=2.0, output_tok_s=1000.0)
+    m.summary = {
+        "ttft_ms": {"mean": 100.0, "p50": 90.0, "p90": 150.0, "p99": 180.0},
+        "tpot_ms": {"mean": 10.0, "p50": 9.0, "p90": p90, "p99": p99},
+        "e2e_ms": {"mean": 2000.0, "p50": 1900.0, "p90": 2500.0, "p99": 3000.0},
+        "steady": True,
+        "overloaded": False,
+    }
+    return m
+
+
+def test_targets_at_two_percentiles_are_one_error_naming_the_slo() -> None:
+    with pytest.raises(ValueError, match="one percentile only"):
+        SLO(ttft_p90_ms=2000, tpot_p99_ms=80)
+    with pytest.raises(ScenarioError, match=r"slo.*one percentile only") as err:
+        parse_question({"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1,
+                        "slo": {"ttft_p90_ms": 2000, "tpot_p99_ms": 80}})  # fmt: skip
+    assert "\n" not in str(err.value)
+
+
+def test_p99_targets_replace_the_default_p90_ones_and_p90_targets_merge() -> None:
+    q = build_question({}, {"tpot_p99_ms": 80})
+    assert q.slo.targets() == {"tpot_p99_ms": 80}
+    assert (q.slo.statistic, q.slo.target("tpot"), q.slo.target("ttft")) == ("p99", 80, None)
+    q = build_question({}, {"tpot_p90_ms": 30})
+    assert q.slo.targets() == {"ttft_p90_ms": 2000, "tpot_p90_ms": 30}
+    assert q.slo.statistic == "p90"
+
+
+def test_the_verdict_reads_the_targets_percentile() -> None:
+    """p90 TPOT 40 ms and p99 TPOT 90 ms: within 50 ms at p90, over it at p99."""
+    base = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1}
+    m = _sim(40.0, 90.0)
+    ok90, slack90 = meets_slo(Question(**base, slo=SLO(tpot_p90_ms=50)), m)
+    ok99, slack99 = meets_slo(Question(**base, slo=SLO(tpot_p99_ms=50)), m)
+    assert ok90
+    assert slack90 == {"tpot_p90_ms": pytest.approx(50 / 40)}
+    assert not ok99
+    assert slack99 == {"tpot_p99_ms": pytest.approx(50 / 90)}
+
+
+def test_planner_simulate_says_the_scenarios_percentile() -> None:
+    m = _sim(40.0, 90.0).summary
+    assert m is not None
+    m["queue_ms"] = {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    m["kv_utilization"] = {"mean": 0.5, "max": 0.9}
+    for stat, said in ((None, "TPOT p90 40.0 ms <= 50 (meets)"), ("p99", "TPOT p99 90.0 ms > 50 (misses)")):
+        con = Console(width=200, record=True)
+        print_simulation(con, "t", m, SLOSpec(tpot_ms=50, statistic=stat))  # type: ignore[arg-type]
+        assert said in con.export_text()
+
+
+def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
+    out = runner.invoke(
+        app,
+        ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--isl", "1000", "--osl", "200",
+         "--rate", "2", "--ttft-p99", "2000", "--tpot-p99", "60", "--json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    sims = [r for r in data["recommendations"] if r["simulated"] is not None]
+    assert sims, "no row was simulated"
+    top = sims[0]
+    assert top["figures"].startswith("simulated p99")
+    assert top["tpot_ms"] == top["simulated"]["tpot_p99_ms"]
+    assert set(top["headroom"]) == {"TTFT", "TPOT"}
+    assert top["headroom"]["TPOT"] == pytest.approx(60 / top["simulated"]["tpot_p99_ms"] - 1, abs=1e-4)
+    assert top["scenario"]["slo"] == {"ttft_ms": 2000.0, "tpot_ms": 60.0, "statistic": "p99"}
+
+
+def test_an_anchor_stating_a_statistic_is_an_error_for_that_anchor_only(tmp_path) -> None:
+    anchor = {
+        "id": "x", "source": "s", "model": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "vllm",
+        "phase": "end-to-end",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1, "dp_attention": 1, "ep": 1,
+                                      "pp": 1}},
+        "precision": {"dense": "bf16", "kv_cache": "bf16"}, "mtp": None,
+        "workload": {"isl": 1000, "osl": 200}, "slo": {"tpot_ms": 50, "statistic": "p99"},
+        "metric": "output_tok_s_per_gpu", "value": 1000.0, "unit": "output tok/s per GPU", "tolerance": 0.15,
+    }  # fmt: skip
+    r = predict_anchor(anchor, tmp_path)
+    assert r.predicted is None
+    assert r.error is not None
+    assert "slo.statistic" in r.error
+    assert "\n" not in r.error
+    r = predict_anchor({**anchor, "slo": {"tpot_ms": 50}}, tmp_path)
+    assert r.error is None
+    assert r.predicted is not None
