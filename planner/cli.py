@@ -22,7 +22,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from planner.inputs.edge import json_text, one_line
-from planner.inputs.question import build_question, load_question, trace_beside
+from planner.inputs.question import (
+    DEFAULT_QUESTION,
+    build_question,
+    load_question,
+    replaced_targets,
+    target_parts,
+    trace_beside,
+)
 from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
@@ -37,6 +44,7 @@ from planner.report.report import (
     print_explanation,
     print_simulation,
     print_validation,
+    slo_verdict,
 )
 from planner.search.plan import plan as run_plan
 from planner.search.unknowns import resolve_any
@@ -168,7 +176,7 @@ def simulate(
             tmp.replace(path)  # never leave a half-written file behind
     track = track_record.note(res.deployment, res.phase)
     if as_json:
-        print(json_text({**summary, "track_record": track}))
+        print(json_text({**summary, "slo": slo_verdict(summary, res.slo), "track_record": track}))
     else:
         print_simulation(con, s.name, summary, res.slo)
         if track:
@@ -274,7 +282,11 @@ def plan(
         data = load_yaml(workload)
         raw = data.get("simulation", data) if isinstance(data, dict) else data
         sim = trace_beside(raw, workload.parent, str(workload))
-    q = build_question(fields, slo, load_question(question) if question else None, sim)
+    base = load_question(question) if question else None
+    q = build_question(fields, slo, base, sim)
+    if dropped := replaced_targets(base or DEFAULT_QUESTION, slo):  # said, not silent (trial, twentieth session)
+        said = ", ".join(f"{k.split('_')[0].upper()} {target_parts(k)[1]} <= {v:g} ms" for k, v in dropped.items())
+        err.print(f"slo: the targets typed at {q.slo.statistic} replace the question's {said}", markup=False)
     get_model(q.model)  # a model or hardware that does not resolve is one line before any folder is made
     get_hardware(q.hardware)
     if scenarios is not None:  # once the question stands (a rejected one left the folder behind), before the run

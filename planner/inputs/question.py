@@ -43,7 +43,10 @@ class SLO(StrictModel):
     def _one_percentile(self) -> SLO:
         stats = {k.split("_")[1] for k in self.targets()}
         if len(stats) > 1:
-            raise ValueError(f"targets at one percentile only, p90 or p99; got {', '.join(self.targets())}")
+            raise ValueError(
+                f"targets at one percentile only, p90 or p99 (--ttft-p90 ... or --ttft-p99 ...); got "
+                f"{', '.join(self.targets())}"
+            )
         return self
 
     def targets(self) -> dict[str, float]:
@@ -168,10 +171,8 @@ def build_question(
     data.update(fields)
     targets = {k: v for k, v in (slo or {}).items() if v is not None}
     if targets:
-        kept = {k: v for k, v in data["slo"].items() if v is not None}
-        if {target_parts(k)[1] for k in targets} != {target_parts(k)[1] for k in kept} and kept:
-            kept = {}  # another percentile: the typed targets replace the base's
-        data["slo"] = {**kept, **targets}
+        dropped = replaced_targets(start, slo)
+        data["slo"] = {**{k: v for k, v in start.slo.targets().items() if k not in dropped}, **targets}
     if simulation is not None:
         data["simulation"] = simulation
     data = {k: v for k, v in data.items() if v is not None}
@@ -179,6 +180,14 @@ def build_question(
     if q.simulation is not None and base is None:  # what was not typed: the workload's own traffic
         q = q.model_copy(update=_workload_traffic(q, fields))
     return with_context_in_flight(q)
+
+
+def replaced_targets(base: Question, slo: dict[str, float | None] | None) -> dict[str, float]:
+    """The targets of `base` that typed targets at another percentile replace (`--tpot-p99 80` on the
+    default question: its p90 TTFT 2000 ms and TPOT 50 ms); empty where the typed ones merge with them."""
+    typed = {target_parts(k)[1] for k, v in (slo or {}).items() if v is not None}
+    kept = base.slo.targets()
+    return kept if typed and typed != {target_parts(k)[1] for k in kept} else {}
 
 
 def _workload_traffic(q: Question, typed: dict[str, Any]) -> dict[str, Any]:

@@ -101,7 +101,18 @@ def candidate_levers(
             lambda i: _precision(i, attention=att, kv_cache="fp8"),
             "halves KV bytes, doubles KV capacity",
         )
-    if hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
+    if prec.dense == "bf16" and hw.peak_tflops.fp8:  # a bf16 checkpoint's projections and dense FFNs
+        what = "dense FFN layers" if m.moe is None else "shared experts and dense layers"
+        out["fp8 dense weights"] = (
+            lambda i: _precision(i, dense="fp8"),
+            f"FP8 tensor cores, half the bytes of the attention projections, {what}",
+        )
+    if m.moe is None and hw.is_blackwell and hw.peak_tflops.fp4 and prec.dense != "nvfp4":  # a dense model's FP4
+        out["nvfp4 dense weights"] = (
+            lambda i: _precision(i, dense="nvfp4"),
+            f"FP4 tensor cores, about {'a quarter' if prec.dense == 'bf16' else 'half'} of the weight bytes",
+        )
+    if m.moe is not None and hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
         why = {
             "mxfp4": "FP4 tensor cores on NVFP4's kernel path (expert bytes about the same as MXFP4)",
             "w4a16": "FP4 tensor cores instead of 4-bit weights dequantized to BF16 (expert bytes about the same)",

@@ -156,13 +156,20 @@ def _figures(m: Metrics, stat: str = "p90") -> str:
     return f"simulated {stat}, not steady" if summary.get("steady") is False else f"simulated {stat}"
 
 
+def _question_dict(q: Question) -> dict[str, Any]:
+    """The question as JSON, its SLO's percentile stated (`slo.statistic`, as a row's scenario states it)."""
+    d = q.model_dump(exclude={"simulation"})
+    d["slo"]["statistic"] = q.slo.statistic
+    return d
+
+
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     recs = records(a)
-    for r, d in zip(a.recommendations[:launch_top], recs, strict=False):
-        d["launch"] = launch_commands(a.question, r)
-        d["load_note"] = load_note(a.question, r, d["rank"])
+    for i, (r, d) in enumerate(zip(a.recommendations, recs, strict=True)):  # every record has both keys (null below)
+        d["launch"] = launch_commands(a.question, r) if i < launch_top else None
+        d["load_note"] = load_note(a.question, r, d["rank"]) if i < launch_top else None
     return {
-        "question": a.question.model_dump(exclude={"simulation"}),
+        "question": _question_dict(a.question),
         "feasible": a.feasible,
         "notes": notes(a, recs),
         "candidates": {"scored": a.scored, "pruned": dict(a.pruned), "simulated": a.simulated},
@@ -266,19 +273,20 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
                 style="dim",
             )
         )
+    within = " (TTFT within the SLO)" if q.slo.target("ttft") else ""  # the fronts keep points within TTFT targets
     for mode, front in a.fronts.items():
         if not front:  # e.g. disaggregation on one GPU: say so instead of an empty table
             traffic = a.question.traffic_text
             why = (  # under stated traffic the points are that traffic's: none where no deployment serves it
-                f"no {mode} deployment within the question's GPUs serves {traffic} with TTFT within the SLO"
-                if a.scored and traffic and not a.recommendations
-                else f"no {mode} deployment within the question's GPUs has a point with TTFT within the SLO"
-                if a.scored
-                else "no deployment was scored: see the pruning reasons above"
+                f"no {mode} deployment was scored within the question's GPUs: see the pruning reasons above"
+                if not a.scored_modes.get(mode)
+                else f"no {mode} deployment within the question's GPUs serves {traffic}{within}"
+                if traffic and not a.recommendations
+                else f"no {mode} deployment within the question's GPUs has a point{within}"
             )
             con.print(Text(f"Pareto front, {mode}: none ({why})", style="yellow"))
             continue
-        ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user (TTFT within SLO)")
+        ft = Table(title=f"Pareto front, {mode} (estimates): tok/s/GPU vs tok/s/user{within}")
         for col in ("tok/s/user", "tok/s/GPU", "deployment"):
             ft.add_column(col, justify="left" if col == "deployment" else "right")
         for u, g, lab in front:  # answers of one token have no tok/s/user: '-'

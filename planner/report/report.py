@@ -168,8 +168,9 @@ def print_explanation(con: Console, x: Explanation) -> None:
             con.print(f"[dim]  {k}: {why}[/dim]")
     if x.rate is not None and x.held is not None:
         title = (
-            f"what one change buys at the {x.held:,.0f} requests in flight {x.rate:,.4g} req/s holds (the capacity it "
-            f"adds), and its TPOT at {x.rate:,.4g} req/s (whose throughput the rate fixes)"
+            f"what one change buys: throughput at the load {x.rate:,.4g} req/s keeps in flight ({x.held:,.3g} "
+            f"requests; the capacity the change adds), and TPOT at {x.rate:,.4g} req/s itself (where the rate fixes "
+            "the throughput)"
         )
         cols: tuple[str, ...] = ("change", "out tok/s/GPU", "TPOT ms", "gain", "TPOT ms at the rate", "note")
     else:
@@ -195,7 +196,8 @@ def print_explanation(con: Console, x: Explanation) -> None:
     else:
         con.print(
             "what one change buys: nothing to try: the deployment already runs each change explain prices "
-            "(tensor-core kernels, FP8 attention/KV, NVFP4 experts on Blackwell, CUDA graphs, MTP, EP overlap) "
+            "(tensor-core kernels, FP8 attention/KV, FP8 dense weights, NVFP4 experts (or a dense model's NVFP4 "
+            "weights) on Blackwell, CUDA graphs, MTP, EP overlap) "
             "or the model or hardware has no such part",
             markup=False,
         )
@@ -271,6 +273,27 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
     )
 
 
+def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
+    """A simulation summary against a scenario's `slo`, as a plan row reads it (planner.search.verify.meets_slo,
+    plan_report._verdict): each target at the slo's `statistic` (p90 unless stated); 'meets' where every one is
+    within, 'misses' where one is over or the run is over capacity (its queue grows: it meets no SLO), and
+    'unverified' where the run is not steady (its halves disagree: it neither verifies nor refutes the SLO).
+    None without targets the summary has figures for."""
+    stat = (slo.statistic if slo is not None else None) or "p90"
+    given = slo.model_dump(exclude={"statistic"}) if slo is not None else {}
+    targets = {k: float(t) for k, t in given.items() if t is not None}
+    got = {k: float(m[k][stat]) for k in targets if m.get(k) and m[k].get(stat) is not None}
+    if not got:
+        return None
+    within = all(got[k] <= targets[k] for k in got)
+    verdict, why = ("meets" if within else "misses"), ""
+    if m.get("overloaded"):
+        verdict, why = "misses", "over capacity: its queue grows"
+    elif m.get("steady") is False:
+        verdict, why = "unverified", "not steady: the run's halves disagree"
+    return {"statistic": stat, "targets": targets, "achieved": got, "verdict": verdict, "why": why}
+
+
 def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = None) -> None:
     """The simulated percentiles and rates; with the scenario's `slo`, each target against its `statistic`
     (p90 unless stated: the plan's default reading of a target)."""
@@ -281,14 +304,12 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         st = m[key]
         t.add_row(key, *("-" if st[q] is None else f"{st[q]:,.1f}" for q in ("mean", "p50", "p90", "p99")))
     con.print(t)
-    stat = (slo.statistic if slo is not None else None) or "p90"
-    given = slo.model_dump(exclude={"statistic"}) if slo is not None else {}
-    targets = {k: v for k, v in given.items() if v is not None}
-    got = {k: m[k][stat] for k in targets if m.get(k) and m[k].get(stat) is not None}
-    if got:
-        said = [f"{k.split('_')[0].upper()} {stat} {got[k]:,.1f} ms {'<=' if got[k] <= targets[k] else '>'} "
-                f"{targets[k]:,g} ({'meets' if got[k] <= targets[k] else 'misses'})" for k in got]  # fmt: skip
-        con.print("slo: " + "; ".join(said), markup=False)
+    v = slo_verdict(m, slo)
+    if v is not None:
+        said = [f"{k.split('_')[0].upper()} {v['statistic']} {got:,.1f} ms {'<=' if got <= v['targets'][k] else '>'} "
+                f"{v['targets'][k]:,g}" for k, got in v["achieved"].items()]  # fmt: skip
+        why = f" ({v['why']})" if v["why"] else ""
+        con.print(f"slo: {'; '.join(said)}: {v['verdict']}{why}", markup=False)
     s = Table(show_header=False)
     s.add_column("metric")
     s.add_column("value", justify="right")

@@ -72,6 +72,7 @@ class Answer:
     fronts: dict[str, list[tuple[float, float, str]]] = field(default_factory=dict)  # mode -> (user, gpu, label)
     notes: list[str] = field(default_factory=list)
     front_points: dict[str, Point] = field(default_factory=dict)  # each front label's operating point
+    scored_modes: Counter[str] = field(default_factory=Counter)  # candidates scored per mode (an empty front's why)
 
 
 # why scoring (pricing the traffic on a candidate that passed the memory check) failed
@@ -175,6 +176,7 @@ def plan(
     if not ranked:
         answer = _nothing_ranked(q, m, hw, scored, pruned, fronts, say)
         answer.front_points = _front_points(fronts, scored)
+        answer.scored_modes = Counter(s.cand.mode for s in scored)
         return answer
     recs = [
         Recommendation(s.cand, best, slack=dict(best.slack), fallbacks=_lower(q, s))
@@ -209,7 +211,8 @@ def plan(
             else f"no deployment {verified} the SLO in simulation: the closest simulated one and its binding "
             "constraint are shown first"
         )
-    return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes, _front_points(fronts, scored))
+    points, modes = _front_points(fronts, scored), Counter(s.cand.mode for s in scored)
+    return Answer(q, len(scored), pruned, simulated, recs, feasible, fronts, notes, points, modes)
 
 
 def _nothing_ranked(

@@ -210,7 +210,8 @@ def _predict(a: Anchor, base_dir: Path) -> tuple[float, str, list[str]]:
     """(predicted value, method, assumed) for one parsed anchor; a non-finite prediction is an error."""
     if a.slo is not None and a.slo.statistic is not None:  # a scenario's field, which no anchor path reads
         raise ScenarioError(
-            f"anchor {a.id}: slo.statistic: an anchor's slo is read on means (MLPerf LoadGen's: p99); leave it out"
+            f"anchor {a.id}: slo.statistic: not read in anchors (their SLO-bound metrics compare means, MLPerf "
+            "LoadGen runs its p99); remove it"
         )
     value, method, assumed = _predict_mtp(a, base_dir)
     if not math.isfinite(value):

@@ -96,7 +96,7 @@ def test_default_plan_launch_commands_parse():
     res = CliRunner().invoke(app, ["plan", "--json"])
     assert res.exit_code == 0, res.output
     recs = json.loads(res.output)["recommendations"]
-    launches = [r["launch"] for r in recs if "launch" in r]
+    launches = [r["launch"] for r in recs if r["launch"] is not None]
     assert launches
     for out in launches:
         assert set(ENGINES) <= set(out)

@@ -15,7 +15,7 @@ from planner.inputs.edge import ScenarioError
 from planner.inputs.question import SLO, Question, build_question, parse_question
 from planner.inputs.scenario import SLOSpec
 from planner.model.metrics import Metrics
-from planner.report.report import print_simulation
+from planner.report.report import print_simulation, slo_verdict
 from planner.search.validate import predict_anchor
 from planner.search.verify import meets_slo
 
@@ -53,6 +53,19 @@ def test_p99_targets_replace_the_default_p90_ones_and_p90_targets_merge() -> Non
     assert q.slo.statistic == "p90"
 
 
+def test_the_targets_a_percentile_replaces_are_named() -> None:
+    from planner.inputs.question import DEFAULT_QUESTION, replaced_targets
+
+    assert replaced_targets(DEFAULT_QUESTION, {"tpot_p99_ms": 80}) == {"ttft_p90_ms": 2000, "tpot_p90_ms": 50}
+    assert replaced_targets(DEFAULT_QUESTION, {"tpot_p90_ms": 30, "ttft_p99_ms": None}) == {}
+    out = runner.invoke(
+        app, ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--isl", "1000", "--osl",
+              "200", "--tpot-p99", "60", "--json"],
+    )  # fmt: skip
+    assert "slo: the targets typed at p99 replace the question's TTFT p90 <= 2000 ms, TPOT p90 <= 50 ms" in out.stderr
+    assert json.loads(out.stdout)["question"]["slo"]["statistic"] == "p99"
+
+
 def test_the_verdict_reads_the_targets_percentile() -> None:
     """p90 TPOT 40 ms and p99 TPOT 90 ms: within 50 ms at p90, over it at p99."""
     base = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1}
@@ -70,10 +83,14 @@ def test_planner_simulate_says_the_scenarios_percentile() -> None:
     assert m is not None
     m["queue_ms"] = {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
     m["kv_utilization"] = {"mean": 0.5, "max": 0.9}
-    for stat, said in ((None, "TPOT p90 40.0 ms <= 50 (meets)"), ("p99", "TPOT p99 90.0 ms > 50 (misses)")):
+    for stat, said in ((None, "slo: TPOT p90 40.0 ms <= 50: meets"), ("p99", "slo: TPOT p99 90.0 ms > 50: misses")):
         con = Console(width=200, record=True)
         print_simulation(con, "t", m, SLOSpec(tpot_ms=50, statistic=stat))  # type: ignore[arg-type]
         assert said in con.export_text()
+    # a run whose halves disagree neither verifies nor refutes (the plan's 'unverified'); one over capacity misses
+    assert slo_verdict({**m, "steady": False}, SLOSpec(tpot_ms=50))["verdict"] == "unverified"  # type: ignore[index]
+    assert slo_verdict({**m, "overloaded": True}, SLOSpec(tpot_ms=50))["verdict"] == "misses"  # type: ignore[index]
+    assert slo_verdict(m, SLOSpec(statistic="p99")) is None  # no target: no verdict
 
 
 def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
@@ -83,7 +100,7 @@ def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
          "--rate", "2", "--ttft-p99", "2000", "--tpot-p99", "60", "--json"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)  # stderr says which default targets the p99 ones replace
     sims = [r for r in data["recommendations"] if r["simulated"] is not None]
     assert sims, "no row was simulated"
     top = sims[0]

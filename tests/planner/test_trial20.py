@@ -1,0 +1,42 @@
+"""Twentieth session's new-user trial: explain's levers follow the model's parts (no 'nvfp4 experts' for a dense
+model; FP8 dense weights offered where the checkpoint runs BF16), and `planner simulate --json` carries the SLO
+verdict its table prints."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+runner = CliRunner()
+
+
+def _explain(tmp_path, model: str, hardware: str, precision: dict[str, str]) -> list[str]:
+    path = tmp_path / "s.yaml"
+    scenario = {
+        "model": model, "hardware": hardware, "engine": "vllm",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1}},
+        "precision": precision, "workload": {"isl": 1000, "osl": 200, "concurrency": 32},
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(scenario))
+    out = runner.invoke(app, ["explain", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    return [lv["change"] for lv in json.loads(out.output)["levers"]]
+
+
+def test_a_dense_model_on_blackwell_is_offered_its_own_weights_in_fp8_and_fp4_not_experts(tmp_path) -> None:
+    names = _explain(tmp_path, "llama-3.1-8b", "b200", {"attention": "bf16", "kv_cache": "bf16", "dense": "bf16"})
+    assert "nvfp4 experts" not in names  # the trial read '+0%' for experts Llama does not have
+    assert {"fp8 dense weights", "nvfp4 dense weights"} <= set(names)
+    names = _explain(tmp_path, "llama-3.1-8b", "h100-sxm", {"attention": "bf16", "kv_cache": "bf16", "dense": "fp8"})
+    assert not any("dense weights" in n or "experts" in n for n in names)  # already FP8; no FP4 on Hopper
+
+
+def test_a_moe_model_keeps_the_experts_lever_and_gets_fp8_dense_from_bf16(tmp_path) -> None:
+    prec = {"attention": "bf16", "kv_cache": "bf16", "dense": "bf16", "moe": "bf16"}
+    names = _explain(tmp_path, "qwen3-30b-a3b", "b200", prec)
+    assert {"nvfp4 experts", "fp8 dense weights"} <= set(names)
+    assert "nvfp4 dense weights" not in names  # a MoE model's FP4 lever is its experts'
