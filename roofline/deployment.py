@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from roofline.catalog.schema import HardwareSpec, ModelSpec, StrictModel
-from roofline.errors import DeploymentError
+from roofline.errors import DeploymentError, NoNetworkError
 from roofline.precision import PrecisionMix, validate_mix
 
 
@@ -208,6 +208,13 @@ class InstanceSpec(StrictModel):
             )
         if p.pp > m.num_layers:
             raise DeploymentError(f"pp = {p.pp} exceeds the {m.num_layers} layers of {m.id}")
+        hw = self.hardware
+        if not hw.one_node(p.gpus):
+            raise NoNetworkError(
+                f"an instance of {p.gpus} GPUs spans nodes of {hw.id}, which has no network between its "
+                f"{hw.gpus_per_node}-GPU nodes (catalog nic_gbps_per_gpu: 0): at most {hw.gpus_per_node} GPUs "
+                "per instance"
+            )
         if self.mtp and m.mtp_layers == 0:
             raise DeploymentError(f"{m.id} has no MTP layers; set mtp: null")
         return self

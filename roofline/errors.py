@@ -20,6 +20,10 @@ class DeploymentError(PlannerError):
     """Parallelism that does not fit the model or the GPUs (e.g. ep larger than the instance)."""
 
 
+class NoNetworkError(DeploymentError):
+    """GPUs that must talk across nodes of a system with no network between them (no NIC in the catalog)."""
+
+
 class InsufficientMemoryError(PlannerError):
     """The weights and buffers do not fit; the message says by how much."""
 

@@ -22,7 +22,7 @@ from planner.inputs.scenario import (
     format_validation_error,
 )
 from planner.model.context import context_problem
-from planner.model.deployment import ROLES, Deployment, Pool, make_pool
+from planner.model.deployment import ROLES, Deployment, Pool, check_hand_off, make_pool
 from roofline.catalog import get_hardware, get_model
 from roofline.catalog.schema import HardwareSpec, MLAAttention, ModelSpec
 from roofline.deployment import MTPConfig, Parallelism
@@ -274,6 +274,7 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
         if len(s.deployment.groups(role)) > 1 and spec is s.deployment.groups(role)[1]:
             note.append(f"deployment.{role}: the estimator uses the first {role} pool; simulate runs them all")
     dep = Deployment(engine, tuple(pools))
+    check_hand_off(dep)
     unknown = [name for name in ("isl", "osl") if getattr(w, name) == "unknown"]
     if unknown:  # name only the lengths that were unknown: 'isl 2000, osl 1024 where unknown' read as both
         taken = ", ".join(f"{name} {isl if name == 'isl' else osl}" for name in unknown)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from planner.engines import runtime_options
 from roofline.catalog.schema import HardwareSpec, ModelSpec
 from roofline.deployment import InstanceSpec, MTPConfig, Parallelism
+from roofline.errors import NoNetworkError
 from roofline.precision import PrecisionMix
 
 ROLES = ("prefill", "decode", "aggregated")
@@ -184,3 +185,16 @@ def make_pool(
         mtp=mtp if role != "prefill" else None,
     )
     return Pool(role, instances, inst)
+
+
+def check_hand_off(dep: Deployment) -> None:
+    """A disaggregated deployment on a system with no network between its nodes (no NIC in the catalog) hands
+    each request's KV cache from prefill to decode inside a node, so a prefill and a decode instance must fit in
+    one node together; elsewhere the NIC carries it (roofline.comm.kv_transfer_time)."""
+    pre, dec = dep.first("prefill"), dep.first("decode")
+    hw = dep.hardware
+    if pre is not None and dec is not None and not hw.one_node(n := pre.gpus_per_instance + dec.gpus_per_instance):
+        raise NoNetworkError(
+            f"a prefill and a decode instance ({n} GPUs together) span nodes of {hw.id}, which has no network between "
+            f"its {hw.gpus_per_node}-GPU nodes (catalog nic_gbps_per_gpu: 0), so no KV hand-off between them"
+        )

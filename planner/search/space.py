@@ -103,7 +103,7 @@ def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, replicas: in
             out.append(lay(tp, tp=tp))
             if 2 * tp <= budget and tp >= 4:
                 out.append(lay(2 * tp, tp=tp, pp=2))
-        return out
+        return [p for p in out if hw.one_node(p.gpus)]
     experts = m.moe.num_experts
 
     def split(par: Parallelism, tp: int) -> Parallelism:  # experts over the group where they divide evenly,
@@ -118,7 +118,8 @@ def layouts(m: ModelSpec, hw: HardwareSpec, budget: int, role: str, replicas: in
     for g in (4, 8):  # pipeline over two groups where one group cannot hold the model
         if 2 * g <= budget:
             out.append(split(lay(2 * g, tp=g, ep=g, pp=2), g))
-    return sorted(set(out), key=lambda p: (p.gpus, p.pp, p.dp_attention))
+    # no wider than a node where no network joins nodes (InstanceSpec's rule: a PCIe-only server)
+    return sorted({p for p in out if hw.one_node(p.gpus)}, key=lambda p: (p.gpus, p.pp, p.dp_attention))
 
 
 def matches(par: Parallelism, stated: dict[str, int]) -> bool:
@@ -252,6 +253,9 @@ def candidates(
         if cand.prefill and cand.decode.gpus + cand.prefill.gpus > q.budget:
             pruned["over the GPU budget"] += 1
             continue
+        if cand.prefill and not hw.one_node(cand.decode.gpus + cand.prefill.gpus):  # check_hand_off's rule
+            pruned[PRUNE_REASONS["NoNetworkError"]] += 1
+            continue
         role = "aggregated" if cand.mode == "aggregated" else "decode"
         if not ok(cand.decode, cand.precision, cand.mtp, cand.mem_fraction, role):
             continue
@@ -273,6 +277,7 @@ PRUNE_REASONS = {
     "InsufficientMemoryError": "weights do not fit",
     "KVCacheCapacityError": "KV pool holds no sequence",
     "ValidationError": "layout does not fit the model",
+    "NoNetworkError": "spans nodes with no network between them",
 }
 
 

@@ -220,3 +220,8 @@ class HardwareSpec(StrictModel):
     @property
     def nic_bytes_per_s(self) -> float:
         return self.nic_gbps_per_gpu * 1e9 / 8
+
+    def one_node(self, gpus: int) -> bool:
+        """Whether `gpus` that talk to one another may do so here: any number on a networked system, at most a
+        node where the catalog gives no NIC (a PCIe-only server: no link between its nodes)."""
+        return self.nic_gbps_per_gpu > 0 or gpus <= self.gpus_per_node

@@ -60,8 +60,8 @@ def test_explain_says_a_pipeline_step_breakdown_is_one_stage(tmp_path):
     """A PP2 decode step read 887.78 ms in its header beside a breakdown summing to 444.03 ms, unsaid."""
     sc = tmp_path / "pp2.yaml"
     sc.write_text(
-        "model: deepseek-v4-pro\nhardware: rtx-pro-6000\n"
-        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 16, tp: 8, ep: 8, pp: 2}\n"
+        "model: qwen3-235b-a22b\nhardware: rtx-pro-6000\n"  # (DeepSeek-V4-Pro on 16 GPUs, PP2 across two nodes,
+        "deployment:\n  aggregated: {instances: 1, gpus_per_instance: 8, tp: 4, ep: 4, pp: 2}\n"  # has no network)
         "workload: {isl: 2000, osl: 1000, concurrency: 64}\n"
     )
     out = CliRunner().invoke(app, ["explain", str(sc), "--json"])

@@ -40,3 +40,33 @@ def test_a_moe_model_keeps_the_experts_lever_and_gets_fp8_dense_from_bf16(tmp_pa
     names = _explain(tmp_path, "qwen3-30b-a3b", "b200", prec)
     assert {"nvfp4 experts", "fp8 dense weights"} <= set(names)
     assert "nvfp4 dense weights" not in names  # a MoE model's FP4 lever is its experts'
+
+
+def test_a_system_with_no_network_keeps_instances_and_kv_hand_offs_inside_a_node(tmp_path) -> None:
+    """RTX PRO 6000 servers have no NIC in the catalog: the trial's 16-GPU plan recommended 1x prefill DP8 +
+    1x decode DP8 (the KV crossing nodes) and compare searched DP16 across two nodes, priced over PCIe."""
+
+    def estimate(pools: dict[str, dict[str, int]]) -> str:
+        path = tmp_path / "s.yaml"
+        scenario = {
+            "model": "qwen3-30b-a3b", "hardware": "rtx-pro-6000", "engine": "trtllm",
+            "deployment": {role: {"instances": 1, "tp": 1, "pp": 1, **p} for role, p in pools.items()},
+            "workload": {"isl": 1000, "osl": 200, "concurrency": 32},
+        }  # fmt: skip
+        path.write_text(yaml.safe_dump(scenario))
+        out = runner.invoke(app, ["estimate", str(path)])
+        assert out.exit_code == 2, out.output
+        assert "Traceback" not in out.output
+        return out.output
+
+    dep8 = {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8}
+    assert "no network between its 8-GPU nodes" in estimate({"prefill": dep8, "decode": dep8})
+    said = estimate({"aggregated": {"gpus_per_instance": 16, "dp_attention": 16, "ep": 16}})
+    assert "an instance of 16 GPUs spans nodes of rtx-pro-6000" in said
+    args = ["plan", "--model", "qwen3-30b-a3b", "--hardware", "rtx-pro-6000", "--gpus", "16", "--isl", "1000"]
+    data = json.loads(runner.invoke(app, [*args, "--osl", "200", "--json"]).stdout)
+    assert data["candidates"]["pruned"].get("spans nodes with no network between them", 0) > 0
+    for r in data["recommendations"]:
+        pools = r["scenario"]["deployment"].values()
+        assert all(p["gpus_per_instance"] <= 8 for p in pools)
+        assert r["mode"] == "aggregated" or sum(p["gpus_per_instance"] for p in pools) <= 8
