@@ -70,3 +70,17 @@ def test_a_system_with_no_network_keeps_instances_and_kv_hand_offs_inside_a_node
         pools = r["scenario"]["deployment"].values()
         assert all(p["gpus_per_instance"] <= 8 for p in pools)
         assert r["mode"] == "aggregated" or sum(p["gpus_per_instance"] for p in pools) <= 8
+
+
+def test_a_fixed_budget_plan_names_the_row_that_serves_the_most_from_it() -> None:
+    """DeepSeek-V3 on 12 GB200 GPUs at 256 users: #1 runs on 6 (6 idle) while a 12-GPU row serves more from the
+    budget; the notes said #1's per-GPU-given figure only (trial)."""
+    args = ["plan", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--gpus", "12", "--concurrency", "256"]
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    recs, notes = data["recommendations"], data["notes"]
+    first = recs[0]
+    assert first["gpus"] < 12
+    best = max(recs, key=lambda d: d["output_tok_s_per_gpu"] * d["gpus"] if d["slo_verdict"] == "meets" else 0)
+    said = next(n for n in notes if "serves the most from the 12 GPUs given" in n)
+    assert said.startswith(f"#{best['rank']} serves the most")
+    assert f"{best['output_tok_s_per_gpu'] * best['gpus'] / 12:,.1f} tok/s per GPU given" in said
