@@ -12,6 +12,7 @@ from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
 from planner.model.deployment import Deployment
 from planner.model.estimator import max_batch
+from planner.model.steps import decode_capacity
 from planner.report import track_record
 from planner.search.plan import Answer, Recommendation
 from planner.search.verify import as_resolved
@@ -116,6 +117,9 @@ def _verdict_words(d: dict[str, Any]) -> str:
     return f"{said.get(d['slo_verdict'], 'has no SLO to meet')} ({d['slo_verdict_by']})"
 
 
+LIGHT = 0.25  # a row's batch under this share of what its instance holds: a light load
+
+
 def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
     """What the launch commands do not enforce: the traffic the row was verified at."""
     res = as_resolved(q, r.point)  # the traffic the row was simulated at, as its scenario states it
@@ -124,6 +128,14 @@ def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
         if res.concurrency is not None
         else f"{res.request_rate or 0:,.4g} requests/s (batch {r.point.batch:,.0f} per instance)"
     )
+    pool = r.deployment.first("decode") or r.deployment.first("aggregated")
+    room = decode_capacity(pool, q.in_flight_kv()) if pool is not None else 0
+    if r.point.batch < LIGHT * room:  # a cap at a light row's batch would queue requests it has room for (trial)
+        return (
+            f"#{rank}'s figures are for {load}, well within what it holds (up to {room:,} sequences per instance): "
+            "a heavier load mostly adds TPOT; ask the plan at that load to see how much (the launches keep each "
+            "engine's running-request limit)."
+        )
     return (
         f"#{rank}'s figures are for {load}. The launches keep each engine's running-request limit, "
         "so a heavier load is admitted and TPOT grows past the row's: limit the offered load at the router or "

@@ -304,8 +304,16 @@ def test_the_plan_says_which_load_its_first_row_meets():
     from planner.report.plan_notes import load_note
     from planner.search.plan import plan
 
-    q = build_question({"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1, "concurrency": 8, "verify_top": 0})
+    q = build_question(
+        {"model": "llama-3.1-8b", "hardware": "h100-sxm", "gpus": 1, "concurrency": 256, "verify_top": 0}
+    )
     ans = plan(q, workers=None)
     note = load_note(q, ans.recommendations[0])
-    assert note.startswith("#1's figures are for 8 requests in flight")
+    assert note.startswith("#1's figures are for 256 requests in flight")
     assert "--max-running-requests" in note
+    # a light row (8 of the ~900 sequences one H100 holds): capping it at its batch would queue requests it has
+    # room for (twentieth trial), so the note says it is light instead
+    q = q.model_copy(update={"concurrency": 8})
+    note = load_note(q, plan(q, workers=None).recommendations[0])
+    assert note.startswith("#1's figures are for 8 requests in flight, well within what it holds")
+    assert "--max-running-requests" not in note
