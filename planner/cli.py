@@ -45,6 +45,7 @@ from planner.report.report import (
     print_simulation,
     print_validation,
     slo_verdict,
+    slot_caveat,
 )
 from planner.search.plan import plan as run_plan
 from planner.search.unknowns import resolve_any
@@ -102,10 +103,13 @@ def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json
     res = resolve_any(s, base)
     est = run_estimate(res, concurrency)
     track = track_record.note(res.deployment, res.phase)
+    caveat = slot_caveat(res, est) if concurrency is None else None
     if as_json:
-        print(json_text({**estimate_dict(est), "track_record": track}))
+        print(json_text({**estimate_dict(est), "caveat": caveat, "track_record": track}))
     else:
         print_estimate(con, title, est)
+        if caveat:
+            con.print(caveat, style="yellow", markup=False)
         if track:
             con.print(track, style="dim")
 

@@ -5,19 +5,17 @@ Text only: every figure comes from the answer's records (`planner.report.plan_re
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
 from planner.model.deployment import Deployment
 from planner.model.estimator import max_batch
+from planner.model.queueing import SLOT_SD, near_slots
 from planner.model.steps import decode_capacity
 from planner.report import track_record
 from planner.search.plan import Answer, Recommendation
 from planner.search.verify import as_resolved
-
-SLOT_SD = 3.0  # Poisson standard deviations of requests in flight that a row's batch keeps below its slots
 
 
 def _near_slots(a: Answer, shown: int = 8) -> list[str]:
@@ -33,7 +31,7 @@ def _near_slots(a: Answer, shown: int = 8) -> list[str]:
         if r.simulated is not None:
             continue
         slots, b = max_batch(r.deployment, q.isl, q.osl), r.point.batch
-        if 0 < b < slots and slots - b < SLOT_SD * math.sqrt(b):
+        if near_slots(b, slots):
             near.append(f"#{rank} (batch {b:,} of {slots:,})")
     if not near:
         return []

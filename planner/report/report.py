@@ -11,10 +11,29 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from planner.model.defaults import Resolved
+from planner.model.estimator import max_batch
 from planner.model.explain import Explanation
 from planner.model.metrics import Metrics
+from planner.model.queueing import SLOT_SD, near_slots
 from planner.search.validate import AnchorResult
 from roofline.step import CATEGORIES, StepCost
+
+
+def slot_caveat(res: Resolved, e: Metrics) -> str | None:
+    """The caveat the plan puts on such rows (planner.report.plan_notes._near_slots), for one estimate: under a
+    request rate, a decode batch within SLOT_SD standard deviations of the instance's KV slots makes TTFT the
+    least certain figure (the wait for a slot is steep there)."""
+    if res.request_rate is None or e.mode not in ("aggregated", "disaggregated") or e.saturated:
+        return None
+    slots = max_batch(res.deployment, res.isl, res.osl)
+    if not near_slots(e.decode_batch, slots):
+        return None
+    return (
+        f"decode batch {e.decode_batch:,.0f} of {slots:,} KV slots per instance, within {SLOT_SD:g} standard "
+        "deviations of Poisson arrivals: the wait for a slot is steep here, so a few per cent more TPOT than "
+        "estimated adds seconds of TTFT; TTFT is the least certain figure (`planner simulate` shows it)"
+    )
 
 
 def estimate_dict(e: Metrics) -> dict[str, Any]:

@@ -84,3 +84,33 @@ def test_a_fixed_budget_plan_names_the_row_that_serves_the_most_from_it() -> Non
     said = next(n for n in notes if "serves the most from the 12 GPUs given" in n)
     assert said.startswith(f"#{best['rank']} serves the most")
     assert f"{best['output_tok_s_per_gpu'] * best['gpus'] / 12:,.1f} tok/s per GPU given" in said
+
+
+def test_planner_estimate_says_when_its_batch_sits_at_the_edge_of_its_kv_slots(tmp_path) -> None:
+    """The trial's plan row read 504 ms TTFT by `planner estimate` and 1,526 ms simulated: batch 7,544 of 7,720
+    slots. The plan's note on such rows (near_slots) now comes with `planner estimate` too."""
+    from planner.inputs.scenario import Scenario
+    from planner.model.estimator import estimate, max_batch
+    from planner.model.queueing import near_slots
+    from planner.report.report import slot_caveat
+    from planner.search.unknowns import resolve_any
+
+    assert near_slots(7544, 7720)
+    assert not near_slots(7000, 7720)  # 720 > 3 x sqrt(7000) = 251
+    scenario = {
+        "model": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "vllm",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1}},
+        "workload": {"isl": 1000, "osl": 1000, "request_rate": 1.0},
+    }  # fmt: skip
+    res = resolve_any(Scenario.model_validate(scenario), None)
+    res = res[0] if isinstance(res, tuple) else res
+    e = estimate(res)
+    assert slot_caveat(res, e) is None  # one request a second: far from the slots
+    slots = max_batch(res.deployment, res.isl, res.osl)
+    e.decode_batch = slots - 10
+    said = slot_caveat(res, e)
+    assert said is not None
+    assert said.startswith(f"decode batch {slots - 10:,} of {slots:,} KV slots per instance")
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    assert json.loads(runner.invoke(app, ["estimate", str(path), "--json"]).stdout)["caveat"] is None
