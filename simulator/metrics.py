@@ -146,6 +146,7 @@ def summarize(res: SimResult, slo: dict[str, float | None] | None = None) -> dic
         or (open_loop and _queue_grows(res, m, lat)),
         "gpus": res.gpus,
         "requests_completed": int((~np.isnan(t.finish) & ~t.dropped).sum()),
+        "requests_measured": int(m.sum()),  # those the latency statistics above are over (the measured window)
         # in flight at 0 s (a warm start): completed among the rest, never measured (sixteenth trial: 2,047
         # completed of 2,000 'requests', unsaid)
         "requests_warm_start": int(res.extra.get("warm_start", 0)),

@@ -91,6 +91,13 @@ def test_planner_simulate_says_the_scenarios_percentile() -> None:
     assert slo_verdict({**m, "steady": False}, SLOSpec(tpot_ms=50))["verdict"] == "unverified"  # type: ignore[index]
     assert slo_verdict({**m, "overloaded": True}, SLOSpec(tpot_ms=50))["verdict"] == "misses"  # type: ignore[index]
     assert slo_verdict(m, SLOSpec(statistic="p99")) is None  # no target: no verdict
+    few = slo_verdict({**m, "requests_measured": 16}, SLOSpec(tpot_ms=50, statistic="p99"))
+    assert few is not None
+    assert (few["verdict"], few["why"]) == ("misses", "the p99 of 16 measured requests rests on the top 0.2 of them: "
+                                                      "more requests steady it")  # fmt: skip
+    enough = slo_verdict({**m, "requests_measured": 5000}, SLOSpec(tpot_ms=50, statistic="p99"))
+    assert enough is not None
+    assert enough["why"] == ""
 
 
 def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
