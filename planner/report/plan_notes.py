@@ -95,7 +95,11 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
     ready = next((d for d in recs if not any(UNAVAILABLE in n for n in d["needs"])), None)
     head = f"#1 needs weights no catalog checkpoint holds ({'; '.join(recs[0]['needs'])})"
     if ready is None:
-        return [*out, f"{head}; no recommended row loads a catalog checkpoint"]
+        return [  # the search appends the best loadable candidate that meets by estimate (plan._distinct): none did
+            *out,
+            f"{head}; no deployment of weights that exist (a catalog checkpoint, --checkpoint, or a config.json's own) "
+            "meets the SLO by estimate here",
+        ]
     change = ready["output_tok_s_per_gpu"] / first - 1 if first else 0.0
     q = a.question
     if q.rate is not None and ready["gpus"] == recs[0]["gpus"]:  # the rate fixes both rows' throughput: a

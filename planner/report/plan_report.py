@@ -258,12 +258,21 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         "own varies with its traffic)"
     )
     every = table_rows(a, recs)
-    rows = every[:top]
+    loads = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    shown = list(range(min(top, len(every))))
+    if loads is not None and loads >= top:  # the first row whose weights exist, shown too (trial: #11, hidden)
+        shown.append(loads)
+    rows = [every[k] for k in shown]
     t, left_out = fitted(con, f"{title} ({how})", rows)
     con.print(t)
     if len(every) > len(rows):
+        also = f", and #{loads + 1}, the first whose weights exist" if loads is not None and loads >= top else ""
         con.print(
-            Text(f"{len(rows)} of {len(every)} rows shown; --json and --scenarios hold all {len(every)}", style="dim")
+            Text(
+                f"{len(rows)} of {len(every)} rows shown (the first {min(top, len(every))}{also}); --json and "
+                f"--scenarios hold all {len(every)}",
+                style="dim",
+            )
         )
     if left_out:
         con.print(
@@ -294,8 +303,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(ft)
     if a.recommendations:
         # the first row a published checkpoint loads (#1's commands stopped on ${CHECKPOINT:?}; trial)
-        shown = recs[:top]  # a row the table shows (review: all 20 were searched)
-        i = next((k for k, d in enumerate(shown) if not any(UNAVAILABLE in n for n in d["needs"])), 0)
+        i = loads or 0  # a row the table shows (review: all 20 were searched)
         best = a.recommendations[i]
         if i:
             con.print(
