@@ -291,6 +291,10 @@ def plan(
     if dropped := replaced_targets(base or DEFAULT_QUESTION, slo):  # said, not silent (trial, twentieth session)
         said = ", ".join(f"{k.split('_')[0].upper()} {target_parts(k)[1]} <= {v:g} ms" for k, v in dropped.items())
         err.print(f"slo: the targets typed at {q.slo.statistic} replace the question's {said}", markup=False)
+    if q.osl <= 1 and (tpot_p90 or tpot_p99):  # a typed TPOT target one-token answers cannot have (review)
+        err.print(
+            "slo: the TPOT target is not checked: answers of one token have no time per output token", markup=False
+        )
     get_model(q.model)  # a model or hardware that does not resolve is one line before any folder is made
     get_hardware(q.hardware)
     if scenarios is not None:  # once the question stands (a rejected one left the folder behind), before the run

@@ -44,7 +44,7 @@ class SLO(StrictModel):
         stats = {k.split("_")[1] for k in self.targets()}
         if len(stats) > 1:
             raise ValueError(
-                f"targets at one percentile only, p90 or p99 (--ttft-p90 ... or --ttft-p99 ...); got "
+                f"targets at one percentile only, p90 or p99 (every target *_p90_ms, or every one *_p99_ms); got "
                 f"{', '.join(self.targets())}"
             )
         return self
@@ -247,6 +247,18 @@ def with_context_in_flight(q: Question) -> Question:
 
 
 def parse_question(data: object, where: str = "question") -> Question:
+    """A question from a mapping; an `slo.statistic` (what `planner plan --json` writes beside the targets, so its
+    `question` loads back) must name the targets' percentile."""
+    slo = data.get("slo") if isinstance(data, dict) else None
+    if isinstance(slo, dict) and "statistic" in slo:
+        stat, rest = slo["statistic"], {k: v for k, v in slo.items() if k != "statistic"}
+        q = parse_as(Question, {**data, "slo": rest}, where, "question")  # type: ignore[dict-item]
+        if stat != q.slo.statistic:
+            raise ScenarioError(
+                f"{where}: slo.statistic: {stat!r} contradicts the targets' percentile ({q.slo.statistic}); allowed: "
+                f"{q.slo.statistic} or leave it out"
+            )
+        return q
     return parse_as(Question, data, where, "question")
 
 

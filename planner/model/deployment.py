@@ -7,6 +7,7 @@ it. It holds no traffic and no results.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
@@ -187,14 +188,34 @@ def make_pool(
     return Pool(role, instances, inst)
 
 
+def pairs_in_nodes(hw: HardwareSpec, n_pre: int, pre_gpus: int, n_dec: int, dec_gpus: int) -> bool:
+    """Whether `n_pre` prefill instances of `pre_gpus` GPUs and `n_dec` decode instances of `dec_gpus` can share
+    nodes so that every node holding one role also holds the other (KV moves only inside a node): some k nodes,
+    each with at least one of both, the instances spread as evenly as they go (a sufficient packing). Always
+    true where the catalog gives the system a network."""
+    if hw.nic_gbps_per_gpu > 0 or n_pre == 0 or n_dec == 0:
+        return True
+    node = hw.gpus_per_node
+    return any(
+        math.ceil(n_pre / k) * pre_gpus + math.ceil(n_dec / k) * dec_gpus <= node
+        for k in range(1, min(n_pre, n_dec) + 1)
+    )
+
+
 def check_hand_off(dep: Deployment) -> None:
     """A disaggregated deployment on a system with no network between its nodes (no NIC in the catalog) hands
-    each request's KV cache from prefill to decode inside a node, so a prefill and a decode instance must fit in
-    one node together; elsewhere the NIC carries it (roofline.comm.kv_transfer_time)."""
-    pre, dec = dep.first("prefill"), dep.first("decode")
+    each request's KV cache from prefill to decode inside a node, so its instances must share nodes, each node
+    with both roles (`pairs_in_nodes`; every pool of a role counted, at its largest instance); elsewhere the NIC
+    carries it (roofline.comm.kv_transfer_time)."""
+    pre, dec = dep.of("prefill"), dep.of("decode")
+    if not pre or not dec:
+        return
     hw = dep.hardware
-    if pre is not None and dec is not None and not hw.one_node(n := pre.gpus_per_instance + dec.gpus_per_instance):
+    n_pre, n_dec = sum(p.instances for p in pre), sum(p.instances for p in dec)
+    g_pre, g_dec = max(p.gpus_per_instance for p in pre), max(p.gpus_per_instance for p in dec)
+    if not pairs_in_nodes(hw, n_pre, g_pre, n_dec, g_dec):
         raise NoNetworkError(
-            f"a prefill and a decode instance ({n} GPUs together) span nodes of {hw.id}, which has no network between "
-            f"its {hw.gpus_per_node}-GPU nodes (catalog nic_gbps_per_gpu: 0), so no KV hand-off between them"
+            f"{n_pre} prefill instances of {g_pre} GPUs and {n_dec} decode instances of {g_dec} cannot share "
+            f"{hw.id}'s {hw.gpus_per_node}-GPU nodes so that each node holds both, and {hw.id} has no network between "
+            "its nodes (catalog nic_gbps_per_gpu: 0) for the KV hand-off"
         )

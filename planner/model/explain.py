@@ -110,7 +110,10 @@ def candidate_levers(
     if m.moe is None and hw.is_blackwell and hw.peak_tflops.fp4 and prec.dense != "nvfp4":  # a dense model's FP4
         out["nvfp4 dense weights"] = (
             lambda i: _precision(i, dense="nvfp4"),
-            f"FP4 tensor cores, about {'a quarter' if prec.dense == 'bf16' else 'half'} of the weight bytes",
+            "FP4 tensor cores, "
+            + {"bf16": "about a quarter of the weight bytes", "fp8": "about half the weight bytes"}.get(
+                prec.dense, "about the same weight bytes as its 4-bit format"
+            ),
         )
     if m.moe is not None and hw.is_blackwell and hw.peak_tflops.fp4 and prec.moe != "nvfp4":
         why = {

@@ -82,7 +82,8 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
         # tokens from 144 GPUs than #1 on 80, unsaid)
         ok = [d for d in recs if d["slo_verdict"] in ("meets", "-")] or recs
         best = max(ok, key=lambda d: d["output_tok_s_per_gpu"] * d["gpus"])
-        if best["output_tok_s_per_gpu"] * best["gpus"] > 1.005 * recs[0]["output_tok_s_per_gpu"] * used:
+        more_tokens = best["output_tok_s_per_gpu"] * best["gpus"] > 1.005 * recs[0]["output_tok_s_per_gpu"] * used
+        if more_tokens and a.question.rate is None:  # a stated rate fixes every row's tokens (review: '+1%' noise)
             more = best["output_tok_s_per_gpu"] * best["gpus"] / (recs[0]["output_tok_s_per_gpu"] * used) - 1
             out.append(
                 f"#{best['rank']} serves the most from the {given} GPUs given: {best['gpus']} GPUs, "

@@ -100,6 +100,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
             "tpot_mean_ms": r.simulated.latency_ms("tpot", "mean"),
             "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
             "requests": (r.simulated.summary or {}).get("requests_completed"),
+            "requests_measured": (r.simulated.summary or {}).get("requests_measured"),  # its percentiles' count
             "converged": (r.simulated.summary or {}).get("converged"),
             "overloaded": (r.simulated.summary or {}).get("overloaded"),
         },
@@ -165,9 +166,13 @@ def _question_dict(q: Question) -> dict[str, Any]:
 
 def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     recs = records(a)
-    for i, (r, d) in enumerate(zip(a.recommendations, recs, strict=True)):  # every record has both keys (null below)
-        d["launch"] = launch_commands(a.question, r) if i < launch_top else None
-        d["load_note"] = load_note(a.question, r, d["rank"]) if i < launch_top else None
+    # the first `launch_top` records and the first whose weights exist (the one the text prints commands for) get
+    # their launch; every record has both keys (null elsewhere)
+    loads = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    for i, (r, d) in enumerate(zip(a.recommendations, recs, strict=True)):
+        given = i < launch_top or i == loads
+        d["launch"] = launch_commands(a.question, r) if given else None
+        d["load_note"] = load_note(a.question, r, d["rank"]) if given else None
     return {
         "question": _question_dict(a.question),
         "feasible": a.feasible,

@@ -16,6 +16,7 @@ from planner.model.estimator import max_batch
 from planner.model.explain import Explanation
 from planner.model.metrics import Metrics
 from planner.model.queueing import SLOT_SD, near_slots
+from planner.model.simulate import FEW_ABOVE, tail_count
 from planner.search.validate import AnchorResult
 from roofline.step import CATEGORIES, StepCost
 
@@ -292,9 +293,6 @@ def print_validation(con: Console, results: list[AnchorResult], summary: dict[st
     )
 
 
-FEW_ABOVE = 10  # measured requests above a percentile under which its reading rests on a handful
-
-
 def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     """A simulation summary against a scenario's `slo`, as a plan row reads it (planner.search.verify.meets_slo,
     plan_report._verdict): each target at the slo's `statistic` (p90 unless stated); 'meets' where every one is
@@ -305,12 +303,12 @@ def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     given = slo.model_dump(exclude={"statistic"}) if slo is not None else {}
     targets = {k: float(t) for k, t in given.items() if t is not None}
     got = {k: float(m[k][stat]) for k in targets if m.get(k) and m[k].get(stat) is not None}
+    targets = {k: t for k, t in targets.items() if k in got}  # a target the run has no figure for is not checked
     if not got:
         return None
     within = all(got[k] <= targets[k] for k in got)
     verdict, why = ("meets" if within else "misses"), ""
-    n = m.get("requests_measured")
-    tail = n * (1 - int(stat[1:]) / 100) if isinstance(n, int) else None
+    n, tail = m.get("requests_measured"), tail_count(m, stat)
     if m.get("overloaded"):
         verdict, why = "misses", "over capacity: its queue grows"
     elif m.get("steady") is False:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from planner.inputs.question import Question, target_parts
-from planner.model.deployment import Deployment
+from planner.model.deployment import Deployment, pairs_in_nodes
 from planner.model.estimator import estimate_deployment, max_batch, point
 from planner.model.metrics import Metrics
 from planner.model.steps import prefill_step
@@ -118,6 +118,8 @@ def _counts(q: Question, c: Candidate, unit: Deployment, b: int, tpot_s: float) 
             n_d -= 1
     if gpus(n_d) > q.budget:
         return None
+    if c.prefill is not None and not pairs_in_nodes(unit.hardware, n_pre(n_d), gpus_pre, n_d, dec.gpus_per_instance):
+        return None  # no network between nodes and no packing that keeps each KV hand-off inside one
     return n_d, n_pre(n_d)
 
 

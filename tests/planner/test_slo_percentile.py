@@ -100,7 +100,7 @@ def test_planner_simulate_says_the_scenarios_percentile() -> None:
     assert enough["why"] == ""
 
 
-def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
+def test_a_p99_plan_verifies_at_p99_and_exports_it(tmp_path) -> None:
     out = runner.invoke(
         app,
         ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--isl", "1000", "--osl", "200",
@@ -116,6 +116,17 @@ def test_a_p99_plan_verifies_at_p99_and_exports_it() -> None:
     assert set(top["headroom"]) == {"TTFT", "TPOT"}
     assert top["headroom"]["TPOT"] == pytest.approx(60 / top["simulated"]["tpot_p99_ms"] - 1, abs=1e-4)
     assert top["scenario"]["slo"] == {"ttft_ms": 2000.0, "tpot_ms": 60.0, "statistic": "p99"}
+    assert top["simulated"]["requests_measured"] * 0.01 >= 10  # the run was long enough for its p99 (review)
+    assert top["simulated"]["tpot_p99_ms"] > top["simulated"]["tpot_mean_ms"]
+    # `planner simulate` of the row's own scenario reads the same p99 and verdict (one truth)
+    import yaml
+
+    path = tmp_path / "rec1.yaml"
+    path.write_text(yaml.safe_dump(top["scenario"]))
+    sim = json.loads(runner.invoke(app, ["simulate", str(path), "--json"]).stdout)
+    assert sim["tpot_ms"]["p99"] == pytest.approx(top["simulated"]["tpot_p99_ms"], rel=1e-9)
+    assert top["meets_slo"] is True
+    assert sim["slo"]["verdict"] == "meets"
 
 
 def test_an_anchor_stating_a_statistic_is_an_error_for_that_anchor_only(tmp_path) -> None:
@@ -136,3 +147,24 @@ def test_an_anchor_stating_a_statistic_is_an_error_for_that_anchor_only(tmp_path
     r = predict_anchor({**anchor, "slo": {"tpot_ms": 50}}, tmp_path)
     assert r.error is None
     assert r.predicted is not None
+
+
+def test_a_plans_json_question_loads_back_and_a_contradicting_statistic_is_one_error(tmp_path) -> None:
+    """Review: the JSON's `question` states `slo.statistic`, which `--question` refused as an unknown field."""
+    import yaml
+
+    out = runner.invoke(
+        app, ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--isl", "1000", "--osl",
+              "200", "--rate", "2", "--tpot-p99", "60", "--json"],
+    )  # fmt: skip
+    question = json.loads(out.stdout)["question"]
+    assert question["slo"]["statistic"] == "p99"
+    path = tmp_path / "q.yaml"
+    path.write_text(yaml.safe_dump(question))
+    again = runner.invoke(app, ["plan", "--question", str(path), "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["question"] == question
+    path.write_text(yaml.safe_dump({**question, "slo": {**question["slo"], "statistic": "p90"}}))
+    bad = runner.invoke(app, ["plan", "--question", str(path)])
+    assert bad.exit_code == 2
+    assert "slo.statistic: 'p90' contradicts the targets' percentile (p99)" in bad.output

@@ -10,6 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.model.deployment import pairs_in_nodes
+from roofline.catalog import get_hardware
 
 runner = CliRunner()
 
@@ -60,16 +62,30 @@ def test_a_system_with_no_network_keeps_instances_and_kv_hand_offs_inside_a_node
         return out.output
 
     dep8 = {"gpus_per_instance": 8, "dp_attention": 8, "ep": 8}
-    assert "no network between its 8-GPU nodes" in estimate({"prefill": dep8, "decode": dep8})
+    assert "has no network between its nodes" in estimate({"prefill": dep8, "decode": dep8})
     said = estimate({"aggregated": {"gpus_per_instance": 16, "dp_attention": 16, "ep": 16}})
     assert "an instance of 16 GPUs spans nodes of rtx-pro-6000" in said
     args = ["plan", "--model", "qwen3-30b-a3b", "--hardware", "rtx-pro-6000", "--gpus", "16", "--isl", "1000"]
     data = json.loads(runner.invoke(app, [*args, "--osl", "200", "--json"]).stdout)
     assert data["candidates"]["pruned"].get("spans nodes with no network between them", 0) > 0
+    hw = get_hardware("rtx-pro-6000")
     for r in data["recommendations"]:
-        pools = r["scenario"]["deployment"].values()
-        assert all(p["gpus_per_instance"] <= 8 for p in pools)
-        assert r["mode"] == "aggregated" or sum(p["gpus_per_instance"] for p in pools) <= 8
+        pools = r["scenario"]["deployment"]
+        assert all(p["gpus_per_instance"] <= 8 for p in pools.values())
+        if r["mode"] == "disaggregated":  # every node with a prefill instance holds a decode one, and the reverse
+            pre, dec = pools["prefill"], pools["decode"]
+            args = (pre["instances"], pre["gpus_per_instance"], dec["instances"], dec["gpus_per_instance"])
+            assert pairs_in_nodes(hw, *args), r["deployment"]
+    # review: 5 prefill instances of 1 GPU beside one decode instance of 4 leave a prefill GPU alone in a second
+    # node (the pair rule alone let it through); 4 + 12 single-GPU instances pack as 2 + 6 in each of two nodes
+    assert not pairs_in_nodes(hw, 5, 1, 1, 4)
+    assert pairs_in_nodes(hw, 4, 1, 12, 1)
+    assert pairs_in_nodes(hw, 3, 1, 2, 4)
+    assert not pairs_in_nodes(hw, 1, 8, 1, 8)
+    assert pairs_in_nodes(get_hardware("h200-sxm"), 1, 8, 1, 8)  # a networked system: the NIC carries the KV
+    said = estimate({"prefill": {"instances": 5, "gpus_per_instance": 1}, "decode": {"gpus_per_instance": 4,
+                     "dp_attention": 4, "ep": 4}})  # fmt: skip
+    assert "cannot share rtx-pro-6000's 8-GPU nodes so that each node holds both" in said
 
 
 def test_a_fixed_budget_plan_names_the_row_that_serves_the_most_from_it() -> None:
