@@ -120,7 +120,7 @@ def _verdict_words(d: dict[str, Any]) -> str:
     return f"{said.get(d['slo_verdict'], 'has no SLO to meet')} ({d['slo_verdict_by']})"
 
 
-LIGHT = 0.25  # a row's batch under this share of what its instance holds: a light load
+LIGHT = 0.25  # a row's batch, at stated traffic, under this share of what its instance holds: a light load
 
 
 def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
@@ -133,7 +133,8 @@ def load_note(q: Question, r: Recommendation, rank: int = 1) -> str:
     )
     pool = r.deployment.first("decode") or r.deployment.first("aggregated")
     room = decode_capacity(pool, q.in_flight_kv()) if pool is not None else 0
-    if r.point.batch < LIGHT * room:  # a cap at a light row's batch would queue requests it has room for (trial)
+    stated = q.rate is not None or q.concurrency is not None  # else the row runs at the most its SLO allows
+    if stated and r.point.batch < LIGHT * room:  # a cap at a light row's batch would queue requests it has room for
         return (
             f"#{rank}'s figures are for {load}, well within what it holds (up to {room:,} sequences per instance): "
             "a heavier load mostly adds TPOT; ask the plan at that load to see how much (the launches keep each "
