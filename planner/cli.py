@@ -44,9 +44,8 @@ from planner.report.report import (
     print_explanation,
     print_simulation,
     print_validation,
-    slo_verdict,
-    slot_caveat,
 )
+from planner.report.verdicts import slo_verdict, slot_caveat
 from planner.search.plan import plan as run_plan
 from planner.search.unknowns import resolve_any
 from planner.search.validate import results_json, validate_file

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def _run(**settings: float) -> AppTest:
+def _run(**settings: float | str) -> AppTest:
     """The page opened from a link with these settings (`tpot`, `ttft`: planner.dashboard.urlstate): one plan,
     not the default's and then the changed one's."""
     at = AppTest.from_file(APP, default_timeout=180)
@@ -37,6 +37,18 @@ def test_changing_the_slo_changes_the_answer():
     first = lambda at: at.dataframe[0].value.iloc[0]["deployment"]  # noqa: E731
     batch = lambda at: at.dataframe[0].value.iloc[0]["batch"]  # noqa: E731
     assert (first(loose), batch(loose)) != (first(tight), batch(tight))
+
+
+def test_a_p99_slo_is_checked_and_shown_at_p99():
+    """The question panel's percentile (p90 or p99): the cards and the table say which percentile they show."""
+    at = _run(pct="p99")
+    assert not at.exception
+    assert not at.error
+    labels = [m.label for m in at.metric]
+    assert any("simulated p99" in label for label in labels), labels
+    assert not any("simulated p90" in label for label in labels)
+    assert set(at.dataframe[0].value["figures"]) <= {"simulated p99", "simulated p99, not steady", "estimate (mean)",
+                                                     "simulated p99, over capacity"}  # fmt: skip
 
 
 def test_an_impossible_slo_shows_the_closest_configuration_and_the_binding_constraint():

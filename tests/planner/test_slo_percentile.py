@@ -15,7 +15,8 @@ from planner.inputs.edge import ScenarioError
 from planner.inputs.question import SLO, Question, build_question, parse_question
 from planner.inputs.scenario import SLOSpec
 from planner.model.metrics import Metrics
-from planner.report.report import print_simulation, slo_verdict
+from planner.report.report import print_simulation
+from planner.report.verdicts import slo_verdict
 from planner.search.validate import predict_anchor
 from planner.search.verify import meets_slo
 

@@ -108,7 +108,7 @@ def test_planner_estimate_says_when_its_batch_sits_at_the_edge_of_its_kv_slots(t
     from planner.inputs.scenario import Scenario
     from planner.model.estimator import estimate, max_batch
     from planner.model.queueing import near_slots
-    from planner.report.report import slot_caveat
+    from planner.report.verdicts import slot_caveat
     from planner.search.unknowns import resolve_any
 
     assert near_slots(7544, 7720)
