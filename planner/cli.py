@@ -2,26 +2,21 @@
 
 Thin: parses arguments, calls the Python API, renders with `planner.report.report`. A `PlannerError`
 (bad input, a deployment that does not fit) prints one line and exits with status 2, never a
-traceback; so does an argument the parser refuses (`main`, the installed script).
+traceback; so does an argument the parser refuses (`main`, the installed script). The app, its consoles and
+that error handling are `planner.cli_shell`.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
-from planner.inputs.edge import json_text, one_line
+from planner.cli_shell import JsonFlag, app, con, err, main, user_errors, writable
+from planner.inputs.edge import json_text
 from planner.inputs.question import (
     DEFAULT_QUESTION,
     build_question,
@@ -54,43 +49,9 @@ from roofline.errors import PlannerError
 from simulator import SimConfig
 from simulator.metrics import write_records, write_timeseries
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity planner for serving MoE LLMs.")
-# Piped output (files, CI logs, tests) gets tables wide enough for every column instead of rich's
-# 80-column default, which cut cells short ('nee' for 'needs'); a COLUMNS the user sets wins.
-PIPED_WIDTH = 320
-con = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH)
-err = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 160)
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
-
-
-def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
-    @wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except PlannerError as exc:
-            # user text (names, paths, values) is never read as rich markup, and never wrapped
-            err.print(Text.assemble(("error:", "red"), " ", one_line(str(exc), 2000)), soft_wrap=True)
-            raise typer.Exit(2) from None
-        except OSError as exc:  # an output file that cannot be written (the .part file is left out)
-            what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
-            err.print(Text.assemble(("error:", "red"), " ", one_line(what, 2000)), soft_wrap=True)
-            raise typer.Exit(2) from None
-
-    return run
-
-
-def _writable(flag: str, path: Path | None) -> None:
-    """An output path's folder exists, checked before the run rather than after minutes of work."""
-    if path is not None and not path.resolve().parent.is_dir():
-        raise PlannerError(f"{flag}: folder {str(path.parent)!r} does not exist")
-    if path is not None and path.is_dir():
-        raise PlannerError(f"{flag}: {str(path)!r} is a folder; give a file name")
-
 
 @app.command()
-@_user_errors
+@user_errors
 def catalog(what: Annotated[str, typer.Argument(help="models or hardware")] = "all") -> None:
     """List the models and GPU systems the planner knows."""
     if what not in ("all", "models", "hardware"):
@@ -114,7 +75,7 @@ def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json
 
 
 @app.command()
-@_user_errors
+@user_errors
 def estimate(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML (see examples/)")],
     concurrency: Annotated[float | None, typer.Option(help="total requests in flight (overrides the file)")] = None,
@@ -128,7 +89,7 @@ def estimate(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_json: JsonFlag = False) -> None:
     """Where the time goes, the hardware limit, and which change buys the most."""
     s = load_scenario(scenario)
@@ -141,7 +102,7 @@ def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_
 
 
 @app.command()
-@_user_errors
+@user_errors
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML (optionally with a `simulation:` section)")],
     as_json: JsonFlag = False,
@@ -151,8 +112,8 @@ def simulate(
     seed: Annotated[int | None, typer.Option(help="random seed (overrides the file)")] = None,
 ) -> None:
     """Discrete-event simulation: percentiles, throughput, KV use, goodput, preemptions."""
-    _writable("--records", records)
-    _writable("--timeseries", timeseries)
+    writable("--records", records)
+    writable("--timeseries", timeseries)
     s = load_scenario(scenario)
     res = resolve_any(s, scenario.parent)
     cfg = s.simulation or SimConfig()
@@ -187,7 +148,7 @@ def simulate(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def calibrate(
     ops: Annotated[
         str, typer.Option(help="comma-separated op families")
@@ -203,7 +164,7 @@ def calibrate(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def validate(
     anchors: Annotated[Path, typer.Argument(help="anchor file (shared/validation format)")], as_json: JsonFlag = False
 ) -> None:
@@ -220,7 +181,7 @@ def validate(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def plan(
     question: Annotated[Path | None, typer.Option(help="question YAML (fields of planner.inputs.question)")] = None,
     model: Annotated[str | None, typer.Option(help="catalog id or HF config.json")] = None,
@@ -277,7 +238,7 @@ def plan(
     }
     slo = {"ttft_p90_ms": ttft_p90, "tpot_p90_ms": tpot_p90, "e2e_p90_ms": e2e_p90}
     slo |= {"ttft_p99_ms": ttft_p99, "tpot_p99_ms": tpot_p99, "e2e_p99_ms": e2e_p99}
-    _writable("--chart", chart)
+    writable("--chart", chart)
     if workers is not None and workers < 1:  # 0 was taken silently (sixteenth trial)
         raise PlannerError(f"--workers: {workers} processes; allowed: 1 or more (default: all cores)")
     sim = None
@@ -321,7 +282,7 @@ def plan(
 
 
 @app.command()
-@_user_errors
+@user_errors
 def compare(
     model: Annotated[str, typer.Option(help="catalog id or HF config.json")] = "deepseek-v3",
     isl: Annotated[int, typer.Option(help="input tokens per request")] = 1024,
@@ -342,7 +303,7 @@ def compare(
     from planner.search.compare import compare as run_compare  # noqa: PLC0415
     from planner.search.compare import compare_dict, compare_figure, parse_prices, print_compare  # noqa: PLC0415
 
-    _writable("--chart", chart)
+    writable("--chart", chart)
     if engine not in ("sglang", "trtllm", "vllm", "other"):
         raise PlannerError(f"--engine: unknown {engine!r}; allowed: sglang, trtllm, vllm, other")
     for flag, v in (("--isl", isl), ("--osl", osl)):
@@ -365,44 +326,6 @@ def compare(
         tmp = chart.with_name(chart.name + ".part")
         fig.write_html(str(tmp), include_plotlyjs=True)
         tmp.replace(chart)
-
-
-def _parser_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The command-line parser's exception class `name`: typer 0.2x parses with its own vendored copy
-    of click (`typer._click`, whose classes are not click's, and click need not be installed), older
-    typer with click itself; each module present gives its class."""
-    found = []
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            m = importlib.import_module(module)
-        except ImportError:
-            continue
-        if hasattr(m, name):
-            found.append(getattr(m, name))
-    return tuple(found)
-
-
-def main() -> None:
-    """The `planner` script: the app, with a bad option or argument (`--osl abc`, an unknown flag, a
-    missing argument) told in one line naming it and what is allowed (exit 2), as a PlannerError is,
-    instead of the parser's boxed usage panel."""
-    args = sys.argv[1:] or ["--help"]  # bare `planner`: its help, as every click and typer version prints it
-    try:
-        code = app(args, standalone_mode=False)  # a command's typer.Exit comes back as its exit code
-    except _parser_errors("NoArgsIsHelpError"):  # (typer printed the help before raising)
-        sys.exit(2)
-    except _parser_errors("UsageError") as exc:
-        ctx = getattr(exc, "ctx", None)
-        where = f"{ctx.command_path}: " if ctx is not None else ""
-        text = exc.format_message()  # type: ignore[attr-defined]
-        err.print(Text.assemble(("error:", "red"), " ", where, one_line(text, 2000)), soft_wrap=True)
-        sys.exit(2)
-    except _parser_errors("Exit") as exc:
-        sys.exit(getattr(exc, "exit_code", 0))
-    except _parser_errors("Abort"):
-        sys.exit(1)
-    if isinstance(code, int) and code:
-        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from planner.model.defaults import Resolved
 from planner.model.estimator import max_batch
 from planner.model.metrics import Metrics
 from planner.model.queueing import SLOT_SD, near_slots
-from planner.model.simulate import FEW_ABOVE, tail_count
+from planner.model.sim_settle import FEW_ABOVE, tail_count
 
 
 def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
