@@ -93,7 +93,8 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
     if not recs or not any(UNAVAILABLE in n for n in recs[0]["needs"]):
         return out
     first = recs[0]["output_tok_s_per_gpu"]
-    ready = next((d for d in recs if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    k = first_loadable(recs)
+    ready = None if k is None else recs[k]
     head = f"#1 needs weights no catalog checkpoint holds ({'; '.join(recs[0]['needs'])})"
     if ready is None:
         return [  # the search appends the best loadable candidate that meets by estimate (plan._distinct): none did
@@ -112,6 +113,12 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
         *out,
         f"{head}; #{ready['rank']} is the first that loads one: {than}; it {_verdict_words(ready)}",
     ]
+
+
+def first_loadable(recs: list[dict[str, Any]]) -> int | None:
+    """The index of the first record whose weights exist (no need of weights no checkpoint holds): the row the
+    notes name, the table shows and the launch commands are printed for."""
+    return next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), None)
 
 
 def _verdict_words(d: dict[str, Any]) -> str:

@@ -15,14 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.inputs.question import SLO_STATISTICS, Question, target_parts
-from planner.launch import UNAVAILABLE, launch_commands, requirements
+from planner.launch import launch_commands, requirements
 from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
-from planner.report.plan_notes import load_note, notes
+from planner.report.plan_notes import first_loadable, load_note, notes
 from planner.report.table_fit import fitted
+from planner.report.verdicts import verdict_word
 from planner.search.compare import user_figure
-from planner.search.plan import Answer, Recommendation, cost_per_mtok, unsettled
+from planner.search.plan import Answer, Recommendation, cost_per_mtok
 from planner.search.verify import as_resolved, missed_most
 
 SLO_NAMES = {f"{n}_{s}_ms": n.upper() for n in ("ttft", "tpot", "e2e") for s in SLO_STATISTICS}
@@ -137,11 +138,8 @@ def _headroom(name: str, v: float) -> str:
 
 
 def _verdict(meets: bool | None, m: Metrics) -> str:
-    """meets / misses / '-' (no SLO), or 'unverified' for a simulation that never settled: it neither
-    verifies nor refutes the SLO (`planner.search.plan.unsettled`)."""
-    if m.method == "simulate" and unsettled(m) and not meets:
-        return "unverified"
-    return {True: "meets", False: "misses", None: "-"}[meets]
+    """A row's verdict word (`verdicts.verdict_word`, which `planner simulate` says too)."""
+    return verdict_word(meets, m.summary if m.method == "simulate" else None)
 
 
 def _figures(m: Metrics, stat: str = "p90") -> str:
@@ -168,7 +166,7 @@ def answer_dict(a: Answer, launch_top: int = 3) -> dict[str, Any]:
     recs = records(a)
     # the first `launch_top` records and the first whose weights exist (the one the text prints commands for) get
     # their launch; every record has both keys (null elsewhere)
-    loads = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    loads = first_loadable(recs)
     for i, (r, d) in enumerate(zip(a.recommendations, recs, strict=True)):
         given = i < launch_top or i == loads
         d["launch"] = launch_commands(a.question, r) if given else None
@@ -263,7 +261,7 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         "own varies with its traffic)"
     )
     every = table_rows(a, recs)
-    loads = next((k for k, d in enumerate(recs) if not any(UNAVAILABLE in n for n in d["needs"])), None)
+    loads = first_loadable(recs)
     shown = list(range(min(top, len(every))))
     if loads is not None and loads >= top:  # the first row whose weights exist, shown too (trial: #11, hidden)
         shown.append(loads)

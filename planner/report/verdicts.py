@@ -14,6 +14,16 @@ from planner.model.queueing import SLOT_SD, near_slots
 from planner.model.sim_settle import FEW_ABOVE, tail_count
 
 
+def verdict_word(meets: bool | None, summary: dict[str, Any] | None) -> str:
+    """meets / misses / '-' (no SLO), or 'unverified' for a simulation (its `summary`) that is not steady without
+    being over capacity (`planner.search.plan.unsettled`): it neither verifies nor refutes the SLO. A plan row's
+    word and `planner simulate`'s."""
+    s = summary or {}
+    if s.get("steady") is False and not s.get("overloaded") and not meets:
+        return "unverified"
+    return {True: "meets", False: "misses", None: "-"}[meets]
+
+
 def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     """A simulation summary against a scenario's `slo`, as a plan row reads it (planner.search.verify.meets_slo,
     plan_report._verdict): each target at the slo's `statistic` (p90 unless stated); 'meets' where every one is
@@ -27,13 +37,13 @@ def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     targets = {k: t for k, t in targets.items() if k in got}  # a target the run has no figure for is not checked
     if not got:
         return None
-    within = all(got[k] <= targets[k] for k in got)
-    verdict, why = ("meets" if within else "misses"), ""
-    n, tail = m.get("requests_measured"), tail_count(m, stat)
+    steady = m.get("steady") is not False and not m.get("overloaded")  # verify.meets_slo's rule: else none is met
+    verdict = verdict_word(steady and all(got[k] <= targets[k] for k in got), m)
+    why, n, tail = "", m.get("requests_measured"), tail_count(m, stat)
     if m.get("overloaded"):
-        verdict, why = "misses", "over capacity: its queue grows"
+        why = "over capacity: its queue grows"
     elif m.get("steady") is False:
-        verdict, why = "unverified", "not steady: the run's halves disagree"
+        why = "not steady: the run's halves disagree"
     elif tail is not None and tail < FEW_ABOVE:  # trial: a p99 over 16 requests read 'meets' with no word
         why = f"the {stat} of {n:,} measured requests rests on the top {tail:.1f} of them: more requests steady it"
     return {"statistic": stat, "targets": targets, "achieved": got, "verdict": verdict, "why": why}
