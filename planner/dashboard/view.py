@@ -49,7 +49,7 @@ TABLE_COLUMNS = list(COLUMN_WIDTHS)  # tok/s/user (1000 / TPOT) is the Pareto ch
 def header(q: Question) -> str:
     """The question in one sentence (the page title's subtitle)."""
     traffic = q.traffic_text or "each deployment at its best operating point"
-    slo = slo_text(q).replace("none", "no SLO")
+    slo = slo_text(q) if q.slo.targets() else "no SLO"
     budget = f"exactly {q.gpus}" if q.gpus else f"at most {q.max_gpus}"
     return (
         f"{get_model(q.model).name} on {q.hardware} with {q.engine}: {budget} GPUs, {q.isl:,} input / {q.osl:,} "
