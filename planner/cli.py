@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from planner.cli_shell import JsonFlag, app, con, err, main, user_errors, writable
+from planner.cli_shell import JsonFlag, app, con, err, main, out, user_errors, writable
 from planner.inputs.edge import json_text
 from planner.inputs.question import (
     DEFAULT_QUESTION,
@@ -65,7 +65,7 @@ def _estimate(s: Scenario, base: Path | None, concurrency: float | None, as_json
     track = track_record.note(res.deployment, res.phase)
     caveat = slot_caveat(res, est) if concurrency is None else None
     if as_json:
-        print(json_text({**estimate_dict(est), "caveat": caveat, "track_record": track}))
+        out(json_text({**estimate_dict(est), "caveat": caveat, "track_record": track}))
     else:
         print_estimate(con, title, est)
         if caveat:
@@ -95,7 +95,7 @@ def explain(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], as_
     s = load_scenario(scenario)
     x = run_explain(resolve_any(s, scenario.parent))
     if as_json:
-        print(json_text(explanation_dict(x)))
+        out(json_text(explanation_dict(x)))
     else:
         con.print(f"[bold]{s.name}[/bold]")
         print_explanation(con, x)
@@ -140,7 +140,7 @@ def simulate(
             tmp.replace(path)  # never leave a half-written file behind
     track = track_record.note(res.deployment, res.phase)
     if as_json:
-        print(json_text({**summary, "slo": slo_verdict(summary, res.slo), "track_record": track}))
+        out(json_text({**summary, "slo": slo_verdict(summary, res.slo), "track_record": track}))
     else:
         print_simulation(con, s.name, summary, res.slo)
         if track:
@@ -172,7 +172,7 @@ def validate(
     exit status is 2 when some anchor's input is invalid (its row names the field and what is allowed)."""
     results, summary = validate_file(anchors)
     if as_json:
-        print(json_text(results_json(results, summary)))
+        out(json_text(results_json(results, summary)))
     else:
         print_validation(con, results, summary)
     bad = [r.id for r in results if r.input_error]
@@ -264,7 +264,7 @@ def plan(
             raise PlannerError(f"--scenarios: cannot create folder {str(scenarios)!r} ({exc.strerror})") from None
     if as_json:
         ans = run_plan(q, workers, ray)
-        print(json_text(answer_dict(ans)))
+        out(json_text(answer_dict(ans)))
     else:
         with err.status("planning...") as status:
             ans = run_plan(q, workers, ray, progress=status.update)
@@ -318,7 +318,7 @@ def compare(
         fronts = run_compare(model, isl, osl, engine, hws)
     data = {"question": {"model": model, "isl": isl, "osl": osl, "engine": engine}, **compare_dict(fronts, prices)}
     if as_json:
-        print(json_text(data))
+        out(json_text(data))
     else:
         print_compare(con, data)
     if chart is not None:

@@ -25,7 +25,31 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Capacity pla
 # Piped output (files, CI logs, tests) gets tables wide enough for every column instead of rich's
 # 80-column default, which cut cells short ('nee' for 'needs'); a COLUMNS the user sets wins.
 PIPED_WIDTH = 320
-con = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH)
+
+
+def _stdout_gone() -> None:
+    """The reader of stdout has gone (`planner plan | head`): the rest of the output goes to the null
+    device and the command goes on to its files (--scenarios, --chart, --out) and its own exit status.
+    Before, rich exited 1 at once (no files written) and a JSON print read 'error: [Errno 32] Broken pipe'."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _stdout_gone()
+
+
+def out(text: str) -> None:
+    """Print a command's JSON to stdout, as `con` prints its tables (a reader that has gone is no error)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _stdout_gone()
+
+
+con = _Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH)
 err = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 160)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]

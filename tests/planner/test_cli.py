@@ -293,3 +293,31 @@ def test_a_decode_phase_has_no_ttft_or_e2e_in_either_view():
     assert sim["tpot_ms"]["mean"] > 0
     out = runner.invoke(app, ["simulate", path, "--requests", "60"]).output
     assert next(x for x in out.splitlines() if "ttft_ms" in x).count("-") == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", str(EXAMPLES / "llama-8b-bursty.yaml"), "--json"],
+        ["estimate", str(EXAMPLES / "llama-8b-bursty.yaml")],
+        ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--scenarios", "SC"],
+    ],
+    ids=["json", "table", "plan-files"],
+)
+def test_a_reader_that_goes_away_is_no_error(args, tmp_path):
+    """`planner ... | head`: stdout closed before the command prints. It exits 0 with nothing on stderr
+    and still writes its files (rich had exited 1 before --scenarios were written; a JSON print read
+    'error: [Errno 32] Broken pipe', exit 2)."""
+    args = [str(tmp_path / "sc") if a == "SC" else a for a in args]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert "error" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    if "--scenarios" in args:
+        assert (tmp_path / "sc" / "rec1_scenario.yaml").is_file()
