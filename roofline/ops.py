@@ -236,7 +236,7 @@ def ffn_activation_op(inst: InstanceSpec, acts: list[Act]) -> list[Op]:
     launch). An engine that gives measured elementwise traffic (`elementwise_bytes_per_token_layer`)
     has it inside that measurement, and no separate op. Not modelled: kernels that fuse the activation
     into the gate/up GEMM's epilogue (TRT-LLM ships such gated-activation GEMMs for sm_100), which
-    have no separate pass; and the MTP layer's other elementwise kernels (`roofline.step._mtp_ops`)."""
+    have no separate pass; and the MTP layer's other elementwise kernels (`roofline.step_ops.mtp_ops`)."""
     per_layer = activation_launches_per_layer(inst.runtime)
     if per_layer is None or not acts:
         return []
