@@ -25,10 +25,11 @@ from roofline.comm import kv_transfer_time
 from roofline.deployment import InstanceSpec
 from roofline.errors import InsufficientMemoryError, PlannerError
 from roofline.memory import MemoryPlan, kv_needed_tokens, plan_memory
+from simulator.aggregated_instance import AggregatedInstance
 from simulator.config import SimConfig
 from simulator.decode_instance import DecodeInstance
 from simulator.handoff import Handoff
-from simulator.instances import AggregatedInstance, Instance, PrefillInstance
+from simulator.instances import Instance, PrefillInstance
 from simulator.mtp import DraftSampler
 from simulator.request import RequestTable
 from simulator.router import Router
