@@ -11,6 +11,7 @@ joined by NVLink (world 2): larger worlds and other sm_90 GPUs use it transferre
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -39,6 +40,10 @@ ALLREDUCE_NVLINK = {
     "sm_90": LinkPrior(0.73, 8e-6, "NVIDIA/nccl #1374/#1221: H100 all-reduce busbw 330 GB/s, NVLS off"),
     "sm_100": LinkPrior(0.85, 8e-6, "coreweave/nccl-tests PR #43: GB200 NVL72 busbw 835-847 GB/s"),
 }
+# All-reduce across HGX nodes (one 400G NIC per GPU; `allreduce_time`): NVIDIA/nccl #2409 expects
+# ~470 GB/s busbw on 2 x 8 H100 with 8 x 400G ("cf. nccl-tests #309 results") and measures 216-231 GB/s
+# on a RoCE fabric it reports as degraded; nccl-tests #290: 46-48 GB/s per 400G NIC. The model's
+# 8 NICs x 50 GB/s x 0.80 = 320 GB/s sits between.
 # The serving engines' own one-shot/two-shot all-reduce over NVLink peer buffers, used for TP
 # messages up to the engine's limit (RuntimeOptions.custom_allreduce_max_bytes): latency and an
 # efficiency on the ring's wire bytes, fitted to SGLang PR #2904's H100 table of its custom
@@ -143,10 +148,17 @@ def allreduce_time(
     wire = 2.0 * (ranks - 1) / ranks * bytes_per_gpu
     if hw.scaleup.domain_gpus <= 1:
         return launches * PCIE.latency_s + wire / (hw.pcie_gbps_unidir * 1e9 * PCIE.efficiency)
-    if ranks > hw.scaleup.domain_gpus:
-        return launches * A2A_RDMA.latency_s + wire / (hw.nic_bytes_per_s * A2A_RDMA.efficiency)
-    ar = link(hw, "allreduce", ranks, ALLREDUCE_NVLINK[_arch(hw)])
     bw = hw.scaleup.bw_gbps_unidir * 1e9
+    if ranks > hw.scaleup.domain_gpus:
+        # Across nodes NCCL runs a channel per NIC (one NIC per GPU), so a node's share of the ring's
+        # traffic spreads over all its GPUs' NICs while the hops inside the node stay on NVLink: the bus
+        # bandwidth is the lower of the node's NICs together and its NVLink (sources above). It had
+        # been one GPU's NIC, 8x too slow for a TP16 across two HGX nodes.
+        per_node = ranks / math.ceil(ranks / hw.scaleup.domain_gpus)
+        ar = link(hw, "allreduce", int(per_node), ALLREDUCE_NVLINK[_arch(hw)])
+        busbw = min(per_node * hw.nic_bytes_per_s * A2A_RDMA.efficiency, bw * ar.efficiency)
+        return launches * A2A_RDMA.latency_s + wire / busbw
+    ar = link(hw, "allreduce", ranks, ALLREDUCE_NVLINK[_arch(hw)])
     nccl = launches * ar.latency_s + wire / (bw * ar.efficiency)
     if bytes_per_gpu > custom_max_bytes or ranks not in CUSTOM_ALLREDUCE_WORLDS:
         return nccl

@@ -33,3 +33,17 @@ def test_large_messages_keep_nccl_when_it_is_faster() -> None:
 def test_every_engine_profile_states_its_custom_all_reduce_limit(engine: str) -> None:
     rt = runtime_options(engine, "aggregated", Parallelism(gpus=8, tp=8), get_hardware("h200-sxm"))
     assert rt.custom_allreduce_max_bytes == 8 * MB
+
+
+def test_an_all_reduce_across_nodes_uses_every_nic_of_a_node():
+    """TP16 over two HGX nodes: NCCL runs a channel per NIC, so the ring's inter-node traffic spreads over
+    the node's eight NICs (bus bandwidth ~320 GB/s, NVIDIA/nccl #2409: 216-470 GB/s measured/expected),
+    not one GPU's NIC (~40 GB/s, which priced a 16k-token prefill's all-reduces at ~9 ms each)."""
+    hw = get_hardware("h100-sxm")
+    big = 235e6  # 16k tokens x 7168 x 2 bytes
+    wire = 2 * 15 / 16 * big
+    cross = allreduce_time(hw, 16, big)
+    assert cross >= 40e-6 + wire / (8 * hw.nic_bytes_per_s * 0.80) * (1 - 1e-9)  # at most the node's NICs
+    assert cross < 40e-6 + wire / (hw.nic_bytes_per_s * 0.80) / 4  # far above one NIC
+    assert cross < 1.5 * allreduce_time(hw, 8, big)  # about one node's NVLink ring, not 8x slower
+    assert allreduce_time(hw, 12, big) > 0  # 6 + 6 GPUs: the NICs of six GPUs per node
