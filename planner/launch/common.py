@@ -185,16 +185,26 @@ def weights(q: Question, pool: Pool) -> Weights:
     placeholder that stops the shell with the field to fill."""
     m, p = pool.instance.model, pool.instance.precision
     fmt = p.moe if m.moe is not None else p.dense
-    if q.checkpoint:
-        return Weights(q.checkpoint, fmt, False, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights")
     ck = m.checkpoints
     repo = getattr(ck, fmt, None) if ck is not None else None  # formats with no field (w4a16): none
     carried = carried_dense(m, fmt) if m.moe is not None else p.dense
+    need = fmt if carried == p.dense else f"{p.dense} dense layers, {fmt} experts"
+    if q.checkpoint:
+        formats = checkpoint_formats(m)
+        online = fmt == "fp8" and p.dense == "fp8" and formats == ("bf16", "bf16")
+        if q.model in model_ids() or (p.dense, fmt) == formats or online:
+            return Weights(
+                q.checkpoint, fmt, online, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights"
+            )
+        # a config.json's --checkpoint is its own release, in the config's formats: a row in others cannot load it
+        # (trial, twenty-first session: gpt-oss-20b's MXFP4 checkpoint given, an NVFP4 row read 'needs' nothing)
+        where = f"--checkpoint {q.checkpoint} holds {formats[0]} dense layers, {formats[1]} experts (its config.json)"
+        hole = CHECKPOINT_HOLE + where + "}"
+        return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})", need)
     if repo and carried == p.dense:
         return Weights(repo, fmt, False, f"# weights: {repo} ({fmt}; catalog {m.id}.yaml checkpoints)")
     if fmt == "fp8" and p.dense == "fp8" and ck is not None and ck.bf16:
         return Weights(ck.bf16, fmt, True, f"# weights: {ck.bf16} (BF16) quantized to FP8 at load")
-    need = fmt if carried == p.dense else f"{p.dense} dense layers, {fmt} experts"
     other = f" ({repo} has {carried} dense layers)" if repo else ""
     where = (
         "the model is a HF config.json: pass planner plan --checkpoint REPO_ID"

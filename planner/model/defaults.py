@@ -242,6 +242,16 @@ def stated_runtime(s: Scenario, role: str) -> dict[str, object]:
     return out
 
 
+def _engine_note(s: Scenario) -> list[str]:
+    """What the scenario's engine is where it states none or `unknown` (said, as every other default is; trial,
+    twenty-first session)."""
+    if s.engine == "unknown":
+        return ["engine: unknown; SGLang's defaults stand in, without a serving path (planner/engines/other.yaml)"]
+    if "engine" not in s.model_fields_set:
+        return [f"engine: {s.engine} (the default; a scenario's engine: sglang | trtllm | vllm | unknown)"]
+    return []
+
+
 def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     """Fill unknowns with engine defaults and build the deployment. The deployment's layout must be
     stated; `planner.search.unknowns.resolve_any` searches a layout left unknown."""
@@ -254,10 +264,8 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
     osl = w.osl if w.osl != "unknown" else DEFAULT_OSL
     if too_long := context_problem(m, int(isl), int(osl)):
         raise ScenarioError(f"workload.{too_long}")
-    note: list[str] = []
+    note = _engine_note(s)
     engine = s.engine if s.engine != "unknown" else "other"
-    if s.engine == "unknown":
-        note.append("engine: unknown; SGLang's defaults stand in, without a serving path (planner/engines/other.yaml)")
     prec = _precision(s, m, hw, note)
     mtp = _mtp(s, m, note)
     sim = anchored(s.simulation, base_dir)

@@ -33,6 +33,7 @@ from planner.model.metrics import Metrics, add_request_overhead
 from planner.model.queueing import md1_wait, slot_wait
 from planner.model.steps import (
     decode_capacity,
+    decode_limit,
     decode_step,
     memory,
     prefill_step,
@@ -83,31 +84,37 @@ def point(
     if cap < 1:
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
-    if dep.first("aggregated"):
-        m = aggregated(dep, isl, osl, kv_len, b, cohorts, seen)
-    else:
-        m = disaggregated(dep, isl, osl, kv_len, b, seen)
+
+    def at(v: float) -> Metrics:
+        if dep.first("aggregated"):
+            return aggregated(dep, isl, osl, kv_len, v, cohorts, seen)
+        return disaggregated(dep, isl, osl, kv_len, v, seen)
+
+    m = at(b)
     if osl <= 1 and not cohorts:
-        _one_token(dep, m, isl, b)
+        _one_token(dep, m, isl, b, at(cap).output_tok_s)
     add_request_overhead(m, request_overhead_s(dep), osl)
     m.one_token = osl <= 1
     if poisson:
-        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl)
+        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl, decode_limit(_decode_pool(dep), isl + osl))
     if b >= cap and not m.limit:
-        m.limit = "decode KV capacity"
+        m.limit = decode_limit(_decode_pool(dep), isl + osl)
     return m
 
 
-def _one_token(dep: Deployment, m: Metrics, isl: int, b: float) -> None:
+def _one_token(dep: Deployment, m: Metrics, isl: int, b: float, saturated_req_s: float) -> None:
     """One-token answers at `b` requests in flight per instance: the request lives only through its
-    prefill, so there is no decode batch to set the load (the prefill models above price the instance
-    saturated, x_max prompts/s). A prompt alone takes its prefill's steps, T0; under load an M/D/1
-    queue with service 1 / x_max: x (T0 + Wq(x / x_max)) = b (Little's law), solved for x. A
-    `planner estimate` at 5 req/s of 2,000-token prompts read 506 in flight and 12 s of TTFT (the
-    saturated point) where its simulation reads 50 ms (trial, fifteenth session)."""
+    prefill, so there is no decode batch to set the load. A prompt alone takes its prefill's steps, T0;
+    under load an M/D/1 queue with service 1 / x_max: x (T0 + Wq(x / x_max)) = b (Little's law), solved
+    for x. A `planner estimate` at 5 req/s of 2,000-token prompts read 506 in flight and 12 s of TTFT
+    (the saturated point) where its simulation reads 50 ms (trial, fifteenth session). x_max is the
+    pool's saturated prefill throughput (`saturated_req_s`, at its full KV pool: prompts batched to the
+    token budget), not the throughput at `b`, which grows with the batch: 20 req/s on two instances of
+    11.8 req/s each had read 23.7 req/s served at 155 in flight (trial, twenty-first session). Beyond
+    the M/D/1's reach the prefill runs saturated and the rest queue (Little's law: TTFT = b / x_max)."""
     pool = dep.first("prefill") or dep.first("aggregated")
     n = pool.instances if pool is not None else 1
-    x_max = m.output_tok_s / max(n, 1)  # one output token per request
+    x_max = saturated_req_s / max(n, 1)  # one output token per request
     if pool is None or x_max <= 0:
         return
     t0 = prefill_step(pool, isl, 1)[0].time_s
@@ -116,14 +123,15 @@ def _one_token(dep: Deployment, m: Metrics, isl: int, b: float) -> None:
         return x * (t0 + md1_wait(x / x_max, 1 / x_max))
 
     top = RHO_ONE_TOKEN * x_max
-    if held(top) <= b:  # as loaded as the prefill can be: the saturated point stands
-        return
-    lo, hi = 0.0, top
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if held(mid) < b else (lo, mid)
-    x = hi
-    ttft = held(x) / x if x > 0 else t0
+    if held(top) <= b:  # as loaded as the prefill can be: saturated, the rest queue
+        x, ttft = x_max, max(b / x_max, t0)
+    else:
+        lo, hi = 0.0, top
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if held(mid) < b else (lo, mid)
+        x = hi
+        ttft = held(x) / x if x > 0 else t0
     m.ttft_s = m.e2e_s = ttft
     m.concurrency = n * x * ttft
     m.input_tok_s, m.output_tok_s = n * x * isl, n * x
@@ -131,7 +139,9 @@ def _one_token(dep: Deployment, m: Metrics, isl: int, b: float) -> None:
     m.limit = ""
 
 
-def add_slot_wait(m: Metrics, instances: int, slots: int, busy: float, osl: int) -> None:
+def add_slot_wait(
+    m: Metrics, instances: int, slots: int, busy: float, osl: int, full: str = "decode KV capacity"
+) -> None:
     """The wait of a Poisson arrival for a decode slot (`planner.model.queueing.slot_wait`): an instance
     holds at most `slots` sequences (`max_batch`), `busy` of them on average, each for busy / (the
     requests/s it completes) (Little's law). It lengthens TTFT and E2E and counts the waiting
@@ -142,7 +152,7 @@ def add_slot_wait(m: Metrics, instances: int, slots: int, busy: float, osl: int)
     wait = slot_wait(slots, busy, busy / per_instance)
     if math.isinf(wait):
         m.saturated = True
-        m.limit = m.limit or "decode KV capacity"
+        m.limit = m.limit or full  # what the slots are: the KV pool or the running-request limit (`decode_limit`)
         return
     m.ttft_s += wait
     m.e2e_s += wait
@@ -213,7 +223,7 @@ def estimate_deployment(
         m = point(dep, isl, osl, kv_len, cap if b is None else b, poisson=True)
         if b is None or (m.limit and m.output_tok_s / osl < rate * 0.999):
             m.saturated = True
-            m.limit = m.limit or "decode KV capacity"
+            m.limit = m.limit or decode_limit(_decode_pool(dep), isl + osl)
         return m
     assert concurrency is not None
     entry = dep.first("prefill") or dep.first("aggregated")  # the pool whose queue a prompt joins

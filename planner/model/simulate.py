@@ -49,7 +49,7 @@ from planner.model.estimator import estimate
 from planner.model.metrics import Metrics, phase_models
 from planner.model.sim_settle import changing as _changing
 from planner.model.sim_settle import converged as _converged  # (a module global: tests replace it)
-from planner.model.sim_settle import few_above
+from planner.model.sim_settle import few_above, misses_as_it_settles
 from planner.model.sim_settle import short_replay as _short_replay
 from planner.model.sim_settle import unsteady as _unsteady
 from planner.model.sim_slice import STEP_CEILING, slice_divisor, slice_text, sliced, step_budget, whole
@@ -154,7 +154,9 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
             # flight where the decode pool holds 7; review)
             update["max_steps"] = step_budget(sliced(res, d), n, decoding)
         if res.request_rate is not None and cfg.arrival is None and "warm_start" not in stated:
-            # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`)
+            # Poisson arrivals start from the estimate's steady batch, not from empty (`warm_start`); a stated
+            # request count runs from idle, as a benchmark does, unless it states warm_start (`planner simulate
+            # --requests` keeps the default run's: `cli.simulate`)
             update["warm_start"] = int(min(round(decoding), n))
     own_traffic = cfg.trace is None and cfg.arrival is None  # a section's trace or arrival process keeps its own
     if "warmup_fraction" not in stated and cfg.warmup_by == "arrival" and own_traffic:
@@ -230,7 +232,12 @@ def run_simulation(
     if note:
         summary["traffic_note"] = note
     summary["assumed"] = list(res.assumed)  # what the scenario left unknown and what filled it (searched, defaults)
-    summary["steady"] = not summary["overloaded"] and (ok or _changing(cfg))
+    too_short = "" if summary["overloaded"] else _short_replay(result, summary)
+    # a run that fills and drains throughout is no steady state, a trace's included (trial, twenty-first session: a
+    # trace run whose decode never ran in its window read steady, 5 of 1,342 offered tok/s/GPU)
+    summary["steady"] = not summary["overloaded"] and not too_short and (ok or _changing(cfg))
+    if not summary["steady"] and not summary["overloaded"]:
+        summary["misses_as_it_settles"] = misses_as_it_settles(result, res)
     if summary["overloaded"]:
         done, asked = summary["output_tok_s"], summary["offered_output_tok_s"]
         short = (
@@ -243,7 +250,7 @@ def run_simulation(
             f"over capacity: {short}grows for as long as the run lasts, so these latencies are this run's length's, "
             "not a steady state's"
         )
-    elif too_short := _short_replay(result, summary):
+    elif too_short:
         summary["warning"] = too_short
     elif not ok:
         summary["warning"] = _unsteady(cfg, gap)

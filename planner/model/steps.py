@@ -59,6 +59,18 @@ def decode_capacity(pool: Pool, ctx: float) -> int:
     return min(cap, limit * dp) if limit else cap
 
 
+def decode_limit(pool: Pool, ctx: float) -> str:
+    """What `decode_capacity` stops at: the KV pool, or the engine's running-request limit (vLLM max_num_seqs,
+    TRT-LLM max_batch_size, SGLang max_running_requests), a limit a plan lifts by flag, not by memory (trial,
+    twenty-first session: vLLM's 1,024 read 'decode KV capacity')."""
+    inst = pool.instance
+    dp = inst.parallel.dp_attention
+    limit = inst.runtime.max_running_per_rank
+    if limit and limit * dp < memory(pool).max_seqs(ctx) * dp:
+        return f"the engine's running-request limit ({limit:,} per attention-DP rank)"
+    return "decode KV capacity"
+
+
 def decode_step(pool: Pool, batch: float, kv_len: float) -> StepCost:
     """One decode step of one instance at `batch` sequences (rounded up); with pp, the batch is
     split into pp micro-batches in flight (roofline.pipeline)."""

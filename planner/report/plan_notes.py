@@ -50,6 +50,23 @@ def _track(a: Answer, shown: int = 8) -> list[str]:
     return [n for n in map(track_record.note, firsts.values()) if n]
 
 
+def _optimistic(recs: list[dict[str, Any]]) -> list[str]:
+    """Where most simulated rows missed an SLO their estimates met and rows the verification left unsimulated read
+    'meets' on their estimates alone, that those are likely to miss too (trial, twenty-first session: 128,000-token
+    prompts, rows 2-4 'meets (estimate)' beside three simulated rows that all missed)."""
+    sim = [d for d in recs if d["simulated"] is not None and d["estimate"] is not None]
+    missed = [d for d in sim if d["slo_verdict"] == "misses"]
+    unchecked = [d for d in recs if d["simulated"] is None and d["slo_verdict"] == "meets"]
+    if not unchecked or not missed or 2 * len(missed) < len(sim):
+        return []
+    ranks = ", ".join(f"#{d['rank']}" for d in unchecked[:6]) + (" ..." if len(unchecked) > 6 else "")
+    return [
+        f"estimates proved optimistic here: {len(missed)} of the {len(sim)} simulated rows missed the SLO; the rows "
+        f"that meet on estimates alone ({ranks}) were not simulated and may miss too (planner simulate each one's "
+        "scenario, --scenarios DIR)"
+    ]
+
+
 def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
     """The plan's notes; where the first row leaves GPUs of a fixed budget idle, how many (and its tok/s
     per GPU given; under `--optimize gpus`, that it is the fewest that serve the load); where it needs
@@ -68,6 +85,7 @@ def notes(a: Answer, recs: list[dict[str, Any]]) -> list[str]:
             f"{a.question.rate:,.4g} req/s the estimate rows price: their figures are that run's"
         )
     out += _near_slots(a)
+    out += _optimistic(recs)
     out += _track(a)
     given, used = a.question.gpus, recs[0]["gpus"] if recs else 0
     if given and 0 < used < given and a.question.optimize == "gpus":  # the fewest GPUs is what was asked

@@ -100,7 +100,7 @@ def record(a: Answer, r: Recommendation, rank: int) -> dict[str, Any]:
             "ttft_mean_ms": r.simulated.ttft_s * 1e3,
             "tpot_mean_ms": r.simulated.latency_ms("tpot", "mean"),
             "output_tok_s_per_gpu": r.simulated.output_tok_s_per_gpu,
-            "requests": (r.simulated.summary or {}).get("requests_completed"),
+            "requests_completed": (r.simulated.summary or {}).get("requests_completed"),  # simulate's name for it
             "requests_measured": (r.simulated.summary or {}).get("requests_measured"),  # its percentiles' count
             "converged": (r.simulated.summary or {}).get("converged"),
             "overloaded": (r.simulated.summary or {}).get("overloaded"),
@@ -254,8 +254,8 @@ def print_answer(con: Console, a: Answer, top: int = 8) -> None:
         con.print(Text(note, style="yellow"))
     title = "recommendations" if a.feasible else "closest configuration first"
     how = (
-        f"figures: simulated {q.slo.statistic} where simulated ('not steady': the run's two halves disagree, "
-        "unverified; "
+        f"figures: simulated {q.slo.statistic} where simulated ('not steady': the run's two halves disagree or it "
+        "fills and drains throughout, unverified unless both halves miss; "
         "'over capacity': its queue grows, never meets), else estimate means; tok/s/user = 1000 / mean TPOT; "
         "precision: attention/KV/dense/experts; batch: the estimate's decode batch per instance (a simulated run's "
         "own varies with its traffic)"

@@ -19,7 +19,7 @@ def verdict_word(meets: bool | None, summary: dict[str, Any] | None) -> str:
     being over capacity (`planner.search.plan.unsettled`): it neither verifies nor refutes the SLO. A plan row's
     word and `planner simulate`'s."""
     s = summary or {}
-    if s.get("steady") is False and not s.get("overloaded") and not meets:
+    if s.get("steady") is False and not s.get("overloaded") and not meets and not s.get("misses_as_it_settles"):
         return "unverified"
     return {True: "meets", False: "misses", None: "-"}[meets]
 
@@ -42,8 +42,14 @@ def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     why, n, tail = "", m.get("requests_measured"), tail_count(m, stat)
     if m.get("overloaded"):
         why = "over capacity: its queue grows"
+    elif settling := m.get("misses_as_it_settles"):
+        why = f"not steady, and both halves of the run miss {', '.join(settling)}, the later no better"
     elif m.get("steady") is False:
-        why = "not steady: the run's halves disagree"
+        why = (
+            "a short run: its batch fills and drains throughout"
+            if str(m.get("warning", "")).startswith("a short run")
+            else "not steady: the run's halves disagree"
+        )
     elif tail is not None and tail < FEW_ABOVE:  # trial: a p99 over 16 requests read 'meets' with no word
         why = f"the {stat} of {n:,} measured requests rests on the top {tail:.1f} of them: more requests steady it"
     return {"statistic": stat, "targets": targets, "achieved": got, "verdict": verdict, "why": why}

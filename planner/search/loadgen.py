@@ -112,7 +112,8 @@ def config(res: Resolved, rate: float, run: LoadGenRun, full: int | None = None)
     given = res.simulation.model_dump(exclude_unset=True) if res.simulation is not None else {}
     if given.get("arrival") or given.get("trace"):
         raise PlannerError("client mlperf-loadgen-server: the simulation section must not set its own arrivals")
-    loop = {"requests": n, "warmup_fraction": 0.0, "cooldown_fraction": 0.0, "warmup_by": "arrival"}
+    # from idle (warm_start 0): LoadGen issues its first sample to an empty engine
+    loop = {"requests": n, "warmup_fraction": 0.0, "cooldown_fraction": 0.0, "warmup_by": "arrival", "warm_start": 0}
     budget = {"max_steps": given.get("max_steps", LOADGEN_MAX_STEPS)}  # a stated budget is kept
     cfg = SimConfig.model_validate({**given, **loop, **budget})
     notes = []

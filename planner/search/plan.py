@@ -148,7 +148,8 @@ def unsettled(m: Metrics) -> bool:
     """A simulation that did not reach a steady state without being over capacity (its halves still
     disagree after the longest run): it neither verifies nor refutes the SLO."""
     summary = m.summary or {}
-    return summary.get("steady") is False and not summary.get("overloaded")
+    settling = summary.get("misses_as_it_settles")  # both halves miss, the later no better: a miss
+    return summary.get("steady") is False and not summary.get("overloaded") and not settling
 
 
 def plan(
@@ -232,7 +233,8 @@ def _nothing_ranked(
         why = ", ".join(f"{n} {reason}" for reason, n in pruned.most_common()) or "none"
         served = "none has an operating point that serves this traffic; " if scored else ""
         more = (  # the traffic, not the weights, is what the budget cannot hold
-            f"; a larger budget may serve it (planner plan --max-gpus N, up to {MAX_PLAN_GPUS:,})"
+            f"; a larger budget may serve it (planner plan {'--gpus' if q.gpus is not None else '--max-gpus'} N, "
+            f"up to {MAX_PLAN_GPUS:,})"
             if scored and q.budget < MAX_PLAN_GPUS
             else ""
         )
@@ -268,7 +270,8 @@ def _fewest_gpus(q: Question, m: ModelSpec, hw: HardwareSpec, pruned: Counter[st
     n = 1
     while n <= MAX_PLAN_GPUS:
         if n > q.budget and candidates(q.model_copy(update={"gpus": None, "max_gpus": n}), m, hw)[0]:
-            return f"; the weights first fit within {n} GPUs (planner plan --max-gpus {n})"
+            flag = "--gpus" if q.gpus is not None else "--max-gpus"  # as the question was asked: the two do not mix
+            return f"; the weights first fit within {n} GPUs (planner plan {flag} {n})"
         n *= 2
     return f"; the weights fit no deployment within {n // 2} GPUs"
 

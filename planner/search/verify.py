@@ -169,7 +169,8 @@ class _Budget:
         if not self.stopped:
             self.stopped.append(
                 f"{STOPPED} after {self.simulated} simulations and {self.cpu():,.0f} CPU seconds "
-                f"(the plan's limit, {VERIFY_LIMIT_S:g} s): rows not simulated show estimates"
+                f"(the plan's limit, {VERIFY_LIMIT_S:g} s; a simulation that has begun runs to its end): rows not "
+                "simulated show estimates"
             )
         return True
 

@@ -192,3 +192,39 @@ def test_a_first_row_without_a_checkpoint_names_the_first_row_that_loads_one():
     said = [n for n in data["notes"] if n.startswith("#1 needs weights no catalog checkpoint holds")]
     assert len(said) == 1
     assert f"#{ready['rank']} is the first that loads one" in said[0]
+
+
+def test_a_config_json_checkpoint_holds_only_the_configs_own_formats(tmp_path):
+    """`--checkpoint` of a config.json model is its own release: a row in other formats needs weights it does not
+    hold (trial, twenty-first session: Qwen3-30B-A3B-shaped BF16 config, an NVFP4-expert row read 'needs' nothing),
+    while a BF16 release serves FP8 rows by quantizing at load."""
+    from planner.launch import requirements
+    from planner.launch.common import weights
+
+    cfg = {
+        "model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+        "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "num_experts": 128,
+        "num_experts_per_tok": 8, "moe_intermediate_size": 768, "intermediate_size": 6144, "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    q = Question(model=str(path), hardware="b200", max_gpus=2, verify_top=0, checkpoint="me/qwen-moe")
+    a = plan(q, workers=1)
+    seen = set()
+    for r in a.recommendations:
+        pool = r.deployment.pools[0]
+        prec = pool.instance.precision
+        w = weights(q, pool)
+        needs = requirements(q, r.deployment)
+        if (prec.dense, prec.moe) == ("bf16", "bf16"):
+            assert w.path == "me/qwen-moe"
+            assert not needs
+        elif (prec.dense, prec.moe) == ("fp8", "fp8"):
+            assert w.path == "me/qwen-moe"
+            assert w.online_fp8
+            assert not needs
+        else:
+            assert w.missing, prec
+            assert needs, prec
+        seen.add((prec.dense, prec.moe))
+    assert any(p not in {("bf16", "bf16"), ("fp8", "fp8")} for p in seen), seen

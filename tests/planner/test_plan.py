@@ -205,7 +205,7 @@ def test_a_budget_the_weights_cannot_fit_says_how_many_gpus_they_need():
     q = Question(model="deepseek-v3", hardware="h100-sxm", gpus=2)
     a = plan(q, workers=1)
     assert not a.feasible
-    assert "the weights first fit within 16 GPUs (planner plan --max-gpus 16)" in a.notes[0], a.notes
+    assert "the weights first fit within 16 GPUs (planner plan --gpus 16)" in a.notes[0], a.notes
     m, hw = get_model("deepseek-v3"), get_hardware("h100-sxm")
     assert not candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=8), m, hw)[0]
     assert candidates(Question(model="deepseek-v3", hardware="h100-sxm", max_gpus=16), m, hw)[0]
