@@ -23,7 +23,6 @@ arrivals come from the simulator.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from planner.model.aggregated import aggregated, cohort_batches
 from planner.model.defaults import Resolved
@@ -31,6 +30,7 @@ from planner.model.deployment import Deployment, Pool
 from planner.model.disaggregated import disaggregated
 from planner.model.metrics import Metrics, add_request_overhead
 from planner.model.queueing import md1_wait, slot_wait
+from planner.model.solve import first_crossing
 from planner.model.steps import (
     decode_capacity,
     decode_limit,
@@ -166,37 +166,29 @@ def request_overhead_s(dep: Deployment) -> float:
     return pool.instance.runtime.request_overhead_s if pool else 0.0
 
 
-def _solve(f: Callable[[float], float], target: float, hi: float) -> float | None:
-    """A b in (0, hi] with f(b) >= target, the first such crossing the batches 1, 2, 4, ... show; None where
-    neither they nor hi reach the target. A bisection over (0, hi] first; then, since f need not rise
-    everywhere (a decode step's time can jump with the batch: a kernel's tile, a collective's algorithm),
-    the powers of two below its answer (the plan's sweep) are tried: the first that reaches the target
-    bounds a crossing, which a bisection from the power of two before it finds. A load grows the batch from
-    below and settles at the first crossing; the bisection alone could land on a later one (DeepSeek-V3 on 16
-    GB200 decode DP16 at 167.3 req/s: batch 10,970 and TPOT 65.6 ms where 8,192 carries the rate at 49.0 ms:
-    the plan's row; new-user trial, nineteenth session). Not seen: a crossing between two powers of two
-    that both fall short of the target (review: throughput peaking at batch 100)."""
-    reached = f(hi) >= target  # where hi falls short, an earlier batch may still reach the target
-    b = _bisect(f, target, 1e-6, hi) if reached else hi
-    lo, g = 1e-6, 1.0
-    while g < b:
-        if f(g) >= target:
-            return _bisect(f, target, lo, g)
-        lo, g = g, 2 * g
-    return b if reached else None
+FLAT = 0.05  # throughput within this share above a rate: the batch there carries the rate about as well
+PLATEAU_STEP = 1.25  # the batches past the first that carries a rate, a quarter apart, scanned for a flat throughput
 
 
-def _bisect(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
-    """A b in (lo, hi] with f(b) >= target and f(b') < target just below it, for f(lo) < target <= f(hi)."""
-    for _ in range(48):
-        mid = 0.5 * (lo + hi)
-        if f(mid) >= target:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-7 * hi:
-            break
-    return hi
+def batches_carrying(dep: Deployment, isl: int, osl: int, kv_len: float, rate: float) -> tuple[float, float] | None:
+    """(the first decode batch per instance that carries `rate` (req/s, the deployment's), the last batch past it
+    whose throughput stays within FLAT of the rate, scanned a quarter apart up to the KV cap). Where the two differ
+    by half or more (`planner.report.verdicts.PLATEAU`) the instance's throughput is flat there (a prefill-first
+    step or a token budget fixes its tokens/s whatever the batch): an open loop's batch is not pinned by the rate
+    but wanders over that range, and TPOT with it (trial, twenty-first session: Llama-3.1-8B on H100 at 50 req/s of
+    500/300 tokens, batch 492 and TPOT 33 ms by estimate, 768 carries 51.8 req/s; simulated, the batch settled near
+    1,210 at 80 ms). None at a rate the instance does not carry."""
+    cap = max_batch(dep, isl, osl)
+    served = lambda v: point(dep, isl, osl, kv_len, v).output_tok_s / max(osl, 1)  # noqa: E731
+    first = first_crossing(served, rate, cap)
+    if first is None:
+        return None
+    last, g = first, first * PLATEAU_STEP
+    while g < cap:
+        if served(g) > rate * (1 + FLAT):
+            return first, last
+        last, g = g, g * PLATEAU_STEP
+    return first, float(cap) if served(cap) <= rate * (1 + FLAT) else last
 
 
 def estimate_deployment(
@@ -219,7 +211,7 @@ def estimate_deployment(
         m.assumed.append(f"traffic: saturated ({cap} sequences per instance: the KV pool or the running limit)")
         return m
     if rate is not None:
-        b = _solve(lambda v: point(dep, isl, osl, kv_len, v).output_tok_s / osl, rate, cap)
+        b = first_crossing(lambda v: point(dep, isl, osl, kv_len, v).output_tok_s / osl, rate, cap)
         m = point(dep, isl, osl, kv_len, cap if b is None else b, poisson=True)
         if b is None or (m.limit and m.output_tok_s / osl < rate * 0.999):
             m.saturated = True
@@ -228,7 +220,7 @@ def estimate_deployment(
     assert concurrency is not None
     entry = dep.first("prefill") or dep.first("aggregated")  # the pool whose queue a prompt joins
     clients = concurrency / entry.instances if entry is not None else None
-    b = _solve(lambda v: point(dep, isl, osl, kv_len, v, clients=clients).concurrency, concurrency, cap)
+    b = first_crossing(lambda v: point(dep, isl, osl, kv_len, v, clients=clients).concurrency, concurrency, cap)
     m = point(dep, isl, osl, kv_len, cap if b is None else b, clients=clients)
     if b is None or m.concurrency < concurrency * 0.999:  # the excess waits for a KV slot or for prefill
         served = m.output_tok_s / osl

@@ -10,10 +10,11 @@ from typing import Any
 from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
 from planner.model.deployment import Deployment
-from planner.model.estimator import max_batch
+from planner.model.estimator import FLAT, batches_carrying, max_batch
 from planner.model.queueing import SLOT_SD, near_slots
 from planner.model.steps import decode_capacity
 from planner.report import track_record
+from planner.report.verdicts import PLATEAU
 from planner.search.plan import Answer, Recommendation
 from planner.search.verify import as_resolved
 
@@ -33,13 +34,26 @@ def _near_slots(a: Answer, shown: int = 8) -> list[str]:
         slots, b = max_batch(r.deployment, q.isl, q.osl), r.point.batch
         if near_slots(b, slots):
             near.append(f"#{rank} (batch {b:,} of {slots:,})")
-    if not near:
-        return []
-    return [
-        f"{', '.join(near)}: estimates within {SLOT_SD:g} standard deviations of their KV slots, where the wait for "
-        "a slot is steep: a few per cent more TPOT than estimated adds seconds of TTFT, so their TTFT is the least "
-        "certain figure (`planner simulate` their exported scenarios to see it)"
-    ]
+    flat = []  # rows whose throughput is flat at the rate: their batch, and TPOT with it, is not pinned (`slot_caveat`)
+    for rank, r in enumerate(a.recommendations[:shown], 1):
+        if r.simulated is None and q.rate is not None:
+            span = batches_carrying(r.deployment, q.isl, q.osl, q.in_flight_kv(), q.rate)
+            if span is not None and span[1] >= PLATEAU * span[0]:
+                flat.append(f"#{rank} (batch {span[0]:,.0f}, or any up to {span[1]:,.0f})")
+    out = []
+    if near:
+        out.append(
+            f"{', '.join(near)}: estimates within {SLOT_SD:g} standard deviations of their KV slots, where the wait "
+            "for a slot is steep: a few per cent more TPOT than estimated adds seconds of TTFT, so their TTFT is the "
+            "least certain figure (`planner simulate` their exported scenarios to see it)"
+        )
+    if flat:
+        out.append(
+            f"{', '.join(flat)}: estimates at their capacity, where a larger batch carries the rate about as well "
+            f"(within {FLAT:.0%}): the batch the queue settles at, and TPOT with it, is not pinned by the rate "
+            "(`planner simulate` their exported scenarios to see it)"
+        )
+    return out
 
 
 def _track(a: Answer, shown: int = 8) -> list[str]:

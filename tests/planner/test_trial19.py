@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from planner.inputs.scenario import Scenario
-from planner.model.estimator import _solve
 from planner.model.simulate import MAX_DOUBLINGS, run_simulation
+from planner.model.solve import first_crossing as _solve
 from planner.search.unknowns import resolve_any
 
 SCENARIO = {  # `planner plan --model deepseek-v3 --hardware h200-sxm --max-gpus 32 --isl 8000 --osl 1000 --rate 5

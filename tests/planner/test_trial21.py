@@ -126,3 +126,25 @@ def test_rows_meeting_on_estimates_alone_are_flagged_when_the_simulated_rows_mis
     assert "2 of the 2 simulated rows missed" in note
     assert "#2, #3" in note
     assert _optimistic([rec(1, True, "meets"), rec(2, False, "meets")]) == []
+
+
+def test_an_estimate_at_a_flat_throughput_says_its_batch_is_not_pinned(tmp_path) -> None:
+    """Llama-3.1-8B on one H100 at 50 req/s of 500/300 tokens: batch 492 and TPOT 33 ms by estimate, while batch 768
+    carries the rate within 5% (simulated, the batch settled near 1,210 at 80 ms). At 30 req/s the throughput still
+    rises with the batch: no caveat."""
+    base = {
+        "model": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 1, "gpus_per_instance": 1, "tp": 1}},
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "dense": "fp8"},
+        "workload": {"isl": 500, "osl": 300, "request_rate": 50.0},
+    }  # fmt: skip
+    caveats = {}
+    for rate in (30.0, 50.0):
+        path = tmp_path / f"s{rate:.0f}.yaml"
+        path.write_text(yaml.safe_dump({**base, "workload": {**base["workload"], "request_rate": rate}}))
+        out = runner.invoke(app, ["estimate", str(path), "--json"])
+        assert out.exit_code == 0, out.output
+        caveats[rate] = json.loads(out.output)["caveat"]
+    assert caveats[30.0] is None
+    assert "carries the load" in caveats[50.0]
+    assert "not pinned" in caveats[50.0]

@@ -1,0 +1,40 @@
+"""Where a throughput (or a concurrency) of a deployment reaches a target as its decode batch grows: the first
+crossing the plan's sweep would see (`first_crossing`), found by bisection. Numeric only: the curve is the caller's
+(`planner.model.estimator`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def first_crossing(f: Callable[[float], float], target: float, hi: float) -> float | None:
+    """A b in (0, hi] with f(b) >= target, the first such crossing the batches 1, 2, 4, ... show; None where
+    neither they nor hi reach the target. A bisection over (0, hi] first; then, since f need not rise
+    everywhere (a decode step's time can jump with the batch: a kernel's tile, a collective's algorithm),
+    the powers of two below its answer (the plan's sweep) are tried: the first that reaches the target
+    bounds a crossing, which a bisection from the power of two before it finds. A load grows the batch from
+    below and settles at the first crossing; the bisection alone could land on a later one (DeepSeek-V3 on 16
+    GB200 decode DP16 at 167.3 req/s: batch 10,970 and TPOT 65.6 ms where 8,192 carries the rate at 49.0 ms:
+    the plan's row; new-user trial, nineteenth session). Not seen: a crossing between two powers of two
+    that both fall short of the target (review: throughput peaking at batch 100)."""
+    reached = f(hi) >= target  # where hi falls short, an earlier batch may still reach the target
+    b = bisect(f, target, 1e-6, hi) if reached else hi
+    lo, g = 1e-6, 1.0
+    while g < b:
+        if f(g) >= target:
+            return bisect(f, target, lo, g)
+        lo, g = g, 2 * g
+    return b if reached else None
+
+
+def bisect(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
+    """A b in (lo, hi] with f(b) >= target and f(b') < target just below it, for f(lo) < target <= f(hi)."""
+    for _ in range(48):
+        mid = 0.5 * (lo + hi)
+        if f(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-7 * hi:
+            break
+    return hi
