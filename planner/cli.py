@@ -28,7 +28,7 @@ from planner.inputs.question import (
 from planner.inputs.scenario import Scenario, load_scenario, load_yaml
 from planner.model.estimator import estimate as run_estimate
 from planner.model.explain import explain as run_explain
-from planner.model.simulate import run_simulation, standard_config
+from planner.model.simulate import default_warm_start, run_simulation, standard_config
 from planner.report import track_record
 from planner.report.catalog_report import print_catalog
 from planner.report.plan_report import answer_dict, print_answer, write_chart, write_scenarios
@@ -118,7 +118,7 @@ def simulate(
     s = load_scenario(scenario)
     res = resolve_any(s, scenario.parent)
     cfg = s.simulation or SimConfig()
-    keep = {"warm_start": min(standard_config(res, cfg).warm_start, requests)} if requests is not None else {}
+    keep = {"warm_start": min(default_warm_start(res, cfg), requests)} if requests is not None else {}
     # --requests changes the run's length, not how it starts: the default run's warm start stays (a stated count
     # alone runs from idle; trial, twenty-first session: 2,959 tok/s/GPU against the default run's 5,000)
     given = {k: v for k, v in (("requests", requests), ("seed", seed)) if v is not None}

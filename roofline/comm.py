@@ -154,7 +154,8 @@ def allreduce_time(
         # traffic spreads over all its GPUs' NICs while the hops inside the node stay on NVLink: the bus
         # bandwidth is the lower of the node's NICs together and its NVLink (sources above). It had
         # been one GPU's NIC, 8x too slow for a TP16 across two HGX nodes.
-        per_node = ranks / math.ceil(ranks / hw.scaleup.domain_gpus)
+        nodes = math.ceil(ranks / hw.scaleup.domain_gpus)  # filled in order (TP12 on 8-GPU nodes: 8 + 4, the 4 bind)
+        per_node = ranks - (nodes - 1) * hw.scaleup.domain_gpus
         ar = link(hw, "allreduce", int(per_node), ALLREDUCE_NVLINK[_arch(hw)])
         busbw = min(per_node * hw.nic_bytes_per_s * A2A_RDMA.efficiency, bw * ar.efficiency)
         return launches * A2A_RDMA.latency_s + wire / busbw

@@ -191,14 +191,15 @@ def weights(q: Question, pool: Pool) -> Weights:
     need = fmt if carried == p.dense else f"{p.dense} dense layers, {fmt} experts"
     if q.checkpoint:
         formats = checkpoint_formats(m)
-        online = fmt == "fp8" and p.dense == "fp8" and formats == ("bf16", "bf16")
-        if q.model in model_ids() or (p.dense, fmt) == formats or online:
-            return Weights(
-                q.checkpoint, fmt, online, f"# weights: {q.checkpoint} (--checkpoint); must hold {fmt} weights"
-            )
+        config = q.model not in model_ids()  # a config.json's --checkpoint is its own release (a catalog model's: any)
+        online = config and fmt == "fp8" and p.dense == "fp8" and formats == ("bf16", "bf16")
+        if not config or (p.dense, fmt) == formats or online:
+            said = "(BF16) quantized to FP8 at load" if online else f"must hold {fmt} weights"
+            return Weights(q.checkpoint, fmt, online, f"# weights: {q.checkpoint} (--checkpoint); {said}")
         # a config.json's --checkpoint is its own release, in the config's formats: a row in others cannot load it
         # (trial, twenty-first session: gpt-oss-20b's MXFP4 checkpoint given, an NVFP4 row read 'needs' nothing)
-        where = f"--checkpoint {q.checkpoint} holds {formats[0]} dense layers, {formats[1]} experts (its config.json)"
+        held = f"{formats[0]} dense layers, {formats[1]} experts" if m.moe is not None else f"{formats[0]} weights"
+        where = f"--checkpoint {q.checkpoint} holds {held} (its config.json)"
         hole = CHECKPOINT_HOLE + where + "}"
         return Weights(hole, fmt, False, f"# weights: set CHECKPOINT ({where})", need)
     if repo and carried == p.dense:

@@ -111,20 +111,25 @@ def _one_token(dep: Deployment, m: Metrics, isl: int, b: float, saturated_req_s:
     pool's saturated prefill throughput (`saturated_req_s`, at its full KV pool: prompts batched to the
     token budget), not the throughput at `b`, which grows with the batch: 20 req/s on two instances of
     11.8 req/s each had read 23.7 req/s served at 155 in flight (trial, twenty-first session). Beyond
-    the M/D/1's reach the prefill runs saturated and the rest queue (Little's law: TTFT = b / x_max)."""
+    the M/D/1's reach (RHO_ONE_TOKEN) the prefill serves that much and the rest queue (Little's law: TTFT =
+    b / x, continuous with the M/D/1 branch, so a rate above it is saturated, not served: review). `b` is per
+    instance of the pool that holds the requests (a disaggregated deployment's decode pool), spread over the
+    prefill instances here."""
     pool = dep.first("prefill") or dep.first("aggregated")
     n = pool.instances if pool is not None else 1
     x_max = saturated_req_s / max(n, 1)  # one output token per request
     if pool is None or x_max <= 0:
         return
+    b = b * _decode_pool(dep).instances / max(n, 1)  # in flight per prefill instance
     t0 = prefill_step(pool, isl, 1)[0].time_s
 
     def held(x: float) -> float:
         return x * (t0 + md1_wait(x / x_max, 1 / x_max))
 
     top = RHO_ONE_TOKEN * x_max
-    if held(top) <= b:  # as loaded as the prefill can be: saturated, the rest queue
-        x, ttft = x_max, max(b / x_max, t0)
+    limit = ""
+    if held(top) <= b:  # as loaded as the prefill can be: the rest queue
+        x, ttft, limit = top, b / top, "prefill pool at capacity"
     else:
         lo, hi = 0.0, top
         for _ in range(60):
@@ -136,7 +141,7 @@ def _one_token(dep: Deployment, m: Metrics, isl: int, b: float, saturated_req_s:
     m.concurrency = n * x * ttft
     m.input_tok_s, m.output_tok_s = n * x * isl, n * x
     m.decode_batch = 0.0
-    m.limit = ""
+    m.limit = limit
 
 
 def add_slot_wait(

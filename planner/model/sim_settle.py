@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from planner.model.defaults import Resolved
+from planner.model.metrics import phase_models
 from simulator import SimConfig, SimResult
 from simulator.metrics import latencies, measured_mask
 
@@ -36,18 +37,24 @@ def window_halves(result: SimResult) -> tuple[float, float]:
     return float(first), float(second)
 
 
+def _arrival_halves(result: SimResult) -> tuple[np.ndarray, np.ndarray]:
+    """The measured requests that arrived in the first and in the second half of the window (masks)."""
+    t, m = result.table, measured_mask(result)
+    t0, t1 = result.window
+    early = m & (t.arrival < 0.5 * (t0 + t1))
+    return early, m & ~early
+
+
 def tpot_halves(result: SimResult) -> tuple[float, float]:
     """Mean TPOT (s) of the measured requests that arrived in the first and second half of the
     window: a batch still growing shows as a drift here while the throughput already matches the
     offered load."""
-    t, m = result.table, measured_mask(result)
-    t0, t1 = result.window
     tpot = latencies(result)["tpot"]
-    ok = m & np.isfinite(tpot)
-    early = ok & (t.arrival < 0.5 * (t0 + t1))
-    if not early.any() or not (ok & ~early).any():
+    early, late = _arrival_halves(result)
+    early, late = early & np.isfinite(tpot), late & np.isfinite(tpot)
+    if not early.any() or not late.any():
         return 0.0, 0.0
-    return float(tpot[early].mean()), float(tpot[ok & ~early].mean())
+    return float(tpot[early].mean()), float(tpot[late].mean())
 
 
 def _gap(a: float, b: float) -> float:
@@ -74,18 +81,17 @@ def misses_as_it_settles(result: SimResult, res: Resolved) -> list[str]:
     slo = res.slo
     if slo is None:
         return []
-    t, m = result.table, measured_mask(result)
-    t0, t1 = result.window
+    early, late = _arrival_halves(result)
     lat = latencies(result)
-    early = m & (t.arrival < 0.5 * (t0 + t1))
-    late = m & ~early
     q = {"p90": 90.0, "p99": 99.0}.get(slo.statistic or "p90", 90.0)
     out = []
     for key, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("e2e_ms", "e2e")):
         target = getattr(slo, key)
+        if target is None or not phase_models(res.deployment.mode, name):  # a figure the phase has none of (review)
+            continue
         a, b = lat[name][early], lat[name][late]
         a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-        if target is None or len(a) < FEW_ABOVE or len(b) < FEW_ABOVE:
+        if min(len(a), len(b)) * (1 - q / 100) < FEW_ABOVE:  # each half's percentile on FEW_ABOVE above it (review)
             continue
         first, second = np.percentile(a, q) * 1e3, np.percentile(b, q) * 1e3
         if first > target and second >= first:

@@ -176,6 +176,13 @@ def _standard(res: Resolved, given: SimConfig | None) -> tuple[Resolved, SimConf
     return res, cfg.model_copy(update=update), fixed, d
 
 
+def default_warm_start(res: Resolved, given: SimConfig | None = None) -> int:
+    """The requests the default run starts with, for the whole deployment (the default run may simulate a slice of
+    it, 1/d of its instances and traffic, while a stated request count runs it whole: review, twenty-first session)."""
+    _, cfg, _, d = _standard(res, given)
+    return cfg.warm_start * d
+
+
 def standard_config(res: Resolved, given: SimConfig | None = None) -> SimConfig:
     """The one simulation configuration of this deployment and traffic (before any doubling):
     what `run_simulation` starts from, e.g. for a progress bar's length."""
@@ -203,7 +210,7 @@ def run_simulation(
     # an overloaded run does not settle with more requests: its queue only grows longer; a run whose SLO percentile
     # rests on a handful of requests doubles too (review: a p99 over 600 measured requests rested on 6)
     while (
-        (not ok or few_above(res, stats))
+        (not ok or few_above(res, stats) or _short_replay(result, stats))
         and not pinned
         and doublings < MAX_DOUBLINGS
         and cfg.requests * 2 <= MAX_REQUESTS

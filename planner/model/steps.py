@@ -52,22 +52,26 @@ def memory(pool: Pool, kv_tokens: float = 0.0) -> MemoryPlan:
 def decode_capacity(pool: Pool, ctx: float) -> int:
     """Sequences of `ctx` tokens one instance holds (all its attention-DP groups), capped by the
     engine's running-request limit per rank."""
+    return _capacity(pool, ctx)[0]
+
+
+def _capacity(pool: Pool, ctx: float) -> tuple[int, bool]:
+    """(`decode_capacity`, whether the engine's running-request limit, not the KV pool, sets it)."""
     inst = pool.instance
     dp = inst.parallel.dp_attention
     cap = memory(pool).max_seqs(ctx) * dp
     limit = inst.runtime.max_running_per_rank
-    return min(cap, limit * dp) if limit else cap
+    return (limit * dp, True) if limit and limit * dp < cap else (cap, False)
 
 
 def decode_limit(pool: Pool, ctx: float) -> str:
     """What `decode_capacity` stops at: the KV pool, or the engine's running-request limit (vLLM max_num_seqs,
     TRT-LLM max_batch_size, SGLang max_running_requests), a limit a plan lifts by flag, not by memory (trial,
     twenty-first session: vLLM's 1,024 read 'decode KV capacity')."""
-    inst = pool.instance
-    dp = inst.parallel.dp_attention
-    limit = inst.runtime.max_running_per_rank
-    if limit and limit * dp < memory(pool).max_seqs(ctx) * dp:
-        return f"the engine's running-request limit ({limit:,} per attention-DP rank)"
+    if _capacity(pool, ctx)[1]:
+        return (
+            f"the engine's running-request limit ({pool.instance.runtime.max_running_per_rank:,} per attention-DP rank)"
+        )
     return "decode KV capacity"
 
 

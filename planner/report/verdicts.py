@@ -28,7 +28,8 @@ def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     """A simulation summary against a scenario's `slo`, as a plan row reads it (planner.search.verify.meets_slo,
     plan_report._verdict): each target at the slo's `statistic` (p90 unless stated); 'meets' where every one is
     within, 'misses' where one is over or the run is over capacity (its queue grows: it meets no SLO), and
-    'unverified' where the run is not steady (its halves disagree: it neither verifies nor refutes the SLO).
+    'unverified' where the run is not steady (its halves disagree, or it fills and drains throughout: it neither
+    verifies nor refutes the SLO) unless both halves miss a target, the later no better (`misses_as_it_settles`).
     None without targets the summary has figures for."""
     stat = (slo.statistic if slo is not None else None) or "p90"
     given = slo.model_dump(exclude={"statistic"}) if slo is not None else {}

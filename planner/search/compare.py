@@ -83,13 +83,20 @@ def frontier(model: str, hw: str, isl: int, osl: int, engine: str) -> Frontier:
         a = plan(q, workers=1)
         pts = [p for front in a.fronts.values() for p in front]
         if pts:
-            resolved = {lab: as_resolved(q, a.front_points[lab]) for _, _, lab in pareto(pts)}
-            # each point as `planner estimate` reads its exported scenario: the rate it carries settles at the first
-            # batch that carries it, which a sweep point at a later crossing is not (trial, twenty-first session:
-            # gpt-oss-120b on B200 at batch 3,671 read 34.9 tok/s/user where its scenario reads 41.3 at 3,100)
-            front = pareto([(*_figures(estimate(res)), lab) for lab, res in resolved.items()])
-            scenarios = {lab: to_scenario(resolved[lab]) for _, _, lab in front}
-            return Frontier(hw, budget, front, scenarios=scenarios, engine=engine)
+            # each point as `planner estimate` reads its exported scenario, labelled at that estimate's batch: the rate
+            # it carries settles at the first batch that carries it, which a sweep point at a later crossing is not
+            # (trial, twenty-first session: gpt-oss-120b on B200 at batch 3,671 read 34.9 tok/s/user where its
+            # scenario reads 41.3 at 3,100); every point of the plan's fronts is re-read before the front is taken
+            read, scenarios = [], {}
+            for _, _, lab in pts:
+                p = a.front_points[lab]
+                res = as_resolved(q, p)
+                est = estimate(res)
+                label = res.deployment.label(round(est.decode_batch), p.offloaded)
+                read.append((*_figures(est), label))
+                scenarios[label] = to_scenario(res)
+            front = pareto(read)
+            return Frontier(hw, budget, front, scenarios={lab: scenarios[lab] for _, _, lab in front}, engine=engine)
         if budget * 2 > MAX_GPUS:
             pruned = ", ".join(f"{n} {why}" for why, n in a.pruned.most_common(2)) or "no candidates"
             return Frontier(hw, budget, reason=f"does not fit in {budget} GPUs ({pruned})", engine=engine)

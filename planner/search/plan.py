@@ -146,7 +146,8 @@ def _rank(q: Question, r: Recommendation) -> tuple[int, float, float]:
 
 def unsettled(m: Metrics) -> bool:
     """A simulation that did not reach a steady state without being over capacity (its halves still
-    disagree after the longest run): it neither verifies nor refutes the SLO."""
+    disagree after the longest run, or it fills and drains throughout): it neither verifies nor refutes the
+    SLO, unless both of its halves miss a target, the later no better (a miss: `misses_as_it_settles`)."""
     summary = m.summary or {}
     settling = summary.get("misses_as_it_settles")  # both halves miss, the later no better: a miss
     return summary.get("steady") is False and not summary.get("overloaded") and not settling

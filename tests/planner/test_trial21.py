@@ -42,7 +42,11 @@ def test_one_token_throughput_rises_with_load_to_the_saturated_prefill_and_no_fu
     dep, cap = res.deployment, estimator.max_batch(res.deployment, res.isl, res.osl)
     served = [estimator.point(dep, res.isl, res.osl, res.kv_len, b).output_tok_s for b in (0.5, 2, 8, 32, 128, cap)]
     assert all(a <= b + 1e-9 for a, b in itertools.pairwise(served))  # never falls as load grows
-    assert served[-1] == estimator.point(dep, res.isl, res.osl, res.kv_len, cap).output_tok_s
+    capacity = served[-1] / estimator.RHO_ONE_TOKEN  # the saturated prefill's req/s; it serves RHO_ONE_TOKEN of it
+    assert capacity > 20.0
+    above = estimator.estimate_deployment(dep, res.isl, res.osl, res.kv_len, rate=0.99 * capacity)
+    assert above.saturated  # above the M/D/1's reach: saturated, not served at a step up (review)
+    assert above.output_tok_s <= 0.99 * capacity
 
 
 POISSON = {
@@ -57,7 +61,7 @@ def test_simulate_requests_keeps_the_warm_start_and_a_stated_count_runs_from_idl
     """`planner simulate --requests 200000` of a plan row had dropped the default run's warm start (2,959 tok/s/GPU
     against 5,000): the flag changes the run's length, not how it starts. A scenario's own count runs from idle, as
     a benchmark does, and LoadGen states warm_start 0 (its first sample meets an empty engine)."""
-    from planner.model.simulate import standard_config
+    from planner.model.simulate import default_warm_start, standard_config
     from planner.search.loadgen import LoadGenRun, config
     from simulator import SimConfig
 
@@ -66,13 +70,21 @@ def test_simulate_requests_keeps_the_warm_start_and_a_stated_count_runs_from_idl
     assert standard_config(res, SimConfig(requests=5000)).warm_start == 0
     cfg, _ = config(res, 20.0, LoadGenRun())
     assert cfg.warm_start == 0
+    # 16 instances: the default run simulates a slice, a stated count the whole deployment, which starts with the
+    # whole deployment's warm start (review: it had started with the slice's)
+    many = {**POISSON, "deployment": {"aggregated": {"instances": 16, "gpus_per_instance": 1, "tp": 1}},
+            "workload": {**POISSON["workload"], "request_rate": 320.0}}  # fmt: skip
+    res16 = resolve(parse_scenario(many))
+    whole = default_warm_start(res16)
+    assert whole > standard_config(res16).warm_start  # the default run is a slice
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(POISSON))
-    out = runner.invoke(app, ["simulate", str(path), "--json", "--requests", "3000"])
+    path.write_text(yaml.safe_dump(many))
+    out = runner.invoke(app, ["simulate", str(path), "--json", "--requests", "6000"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.output)
-    assert d["requests"] == 3000
-    assert d["requests_warm_start"] == standard_config(res).warm_start
+    assert d["requests"] == 6000
+    assert d["requests_warm_start"] == whole
+    assert d["slice_divisor"] == 1
 
 
 def test_a_run_that_fills_and_drains_is_not_steady_and_a_drifting_miss_is_a_miss() -> None:
@@ -148,3 +160,25 @@ def test_an_estimate_at_a_flat_throughput_says_its_batch_is_not_pinned(tmp_path)
     assert caveats[30.0] is None
     assert "carries the load" in caveats[50.0]
     assert "not pinned" in caveats[50.0]
+
+
+def test_an_unsettled_run_whose_halves_both_miss_is_a_miss() -> None:
+    """The trial's Llama-3.1-8B on 20 H100 at 1,000 req/s of 500/300 tokens: its batch still grows, TPOT p90 82 ms
+    against a 50 ms target in both halves; it read 'unverified' and ranked above rows that met the SLO."""
+    from planner.model.simulate import run_simulation
+    from planner.report.verdicts import slo_verdict
+
+    scenario = {
+        "model": "llama-3.1-8b", "hardware": "h100-sxm", "engine": "sglang",
+        "deployment": {"aggregated": {"instances": 20, "gpus_per_instance": 1, "tp": 1}},
+        "precision": {"attention": "fp8", "kv_cache": "fp8", "dense": "fp8"},
+        "workload": {"isl": 500, "osl": 300, "request_rate": 1000.0},
+        "slo": {"ttft_ms": 2000.0, "tpot_ms": 50.0}, "runtime": {"mem_fraction": 0.85},
+    }  # fmt: skip
+    res = resolve(parse_scenario(scenario))
+    _, summary = run_simulation(res)
+    assert summary["steady"] is False
+    assert summary["misses_as_it_settles"] == ["tpot_ms"]
+    verdict = slo_verdict(summary, res.slo)
+    assert verdict is not None
+    assert verdict["verdict"] == "misses"
