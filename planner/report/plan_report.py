@@ -16,9 +16,9 @@ from rich.text import Text
 
 from planner.inputs.question import SLO_STATISTICS, Question, target_parts
 from planner.launch import launch_commands, requirements
-from planner.model.defaults import to_scenario
 from planner.model.deployment import layout_label, precision_label
 from planner.model.metrics import Metrics
+from planner.model.write_scenario import to_scenario
 from planner.report.plan_notes import first_loadable, load_note, notes
 from planner.report.table_fit import fitted
 from planner.report.verdicts import verdict_word

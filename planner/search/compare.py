@@ -17,9 +17,9 @@ from rich.table import Table
 
 from planner.engines import profile
 from planner.inputs.question import Question
-from planner.model.defaults import to_scenario
 from planner.model.estimator import estimate
 from planner.model.metrics import Metrics
+from planner.model.write_scenario import to_scenario
 from planner.search.plan import pareto, plan
 from planner.search.unknowns import default_gpus
 from planner.search.verify import as_resolved

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.dashboard import simview
 from planner.inputs.question import SLO, Question
-from planner.model.defaults import to_scenario
 from planner.model.simulate import MIN_REQUESTS, WARMUP_FRACTION, run_simulation, standard_config
+from planner.model.write_scenario import to_scenario
 from planner.search.plan import plan
 from planner.search.validate import simulated_value
 from planner.search.verify import as_resolved

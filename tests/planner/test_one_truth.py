@@ -14,9 +14,10 @@ from planner.dashboard import breakdown, recommendations_table, scenario_of
 from planner.engines import runtime_options
 from planner.inputs.question import SLO, Question, build_question
 from planner.inputs.scenario import parse_scenario
-from planner.model.defaults import resolve, to_scenario
+from planner.model.defaults import resolve
 from planner.model.estimator import estimate
 from planner.model.simulate import pool_defs, run_simulation, simulated_metrics
+from planner.model.write_scenario import to_scenario
 from planner.report.plan_report import record
 from planner.search.plan import plan
 from planner.search.score import score

@@ -113,8 +113,9 @@ def test_seed_004_gb200_nvfp4_serves_many_times_more_users_per_gpu_than_h200_fp8
 def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
     from planner.inputs.scenario import parse_scenario
     from planner.launch import launch_commands
-    from planner.model.defaults import resolve, to_scenario
+    from planner.model.defaults import resolve
     from planner.model.steps import decode_capacity
+    from planner.model.write_scenario import to_scenario
     from planner.search.verify import as_resolved
 
     a = plan(SMALL.model_copy(update={"verify_top": 0}), workers=1)

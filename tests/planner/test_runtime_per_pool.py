@@ -9,8 +9,9 @@ import pytest
 from planner.inputs.benchmarks import client_config
 from planner.inputs.edge import ScenarioError
 from planner.inputs.scenario import parse_scenario
-from planner.model.defaults import resolve, to_scenario
+from planner.model.defaults import resolve
 from planner.model.simulate import run_simulation
+from planner.model.write_scenario import to_scenario
 
 PD = {
     "model": "llama-3.1-8b",
