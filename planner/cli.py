@@ -31,7 +31,8 @@ from planner.model.explain import explain as run_explain
 from planner.model.simulate import default_warm_start, run_simulation, standard_config
 from planner.report import track_record
 from planner.report.catalog_report import print_catalog
-from planner.report.plan_report import answer_dict, print_answer, write_chart, write_scenarios
+from planner.report.plan_chart import write_chart
+from planner.report.plan_report import answer_dict, print_answer, write_scenarios
 from planner.report.report import (
     estimate_dict,
     explanation_dict,

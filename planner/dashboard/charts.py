@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from planner.dashboard.whatif import STEP_CATEGORIES, Breakdown
-from planner.report.plan_report import pareto_figure as report_pareto_figure
+from planner.report.plan_chart import pareto_figure as report_pareto_figure
 from planner.report.plan_report import record, table_rows
 from planner.search.plan import Answer
 
