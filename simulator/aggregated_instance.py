@@ -23,7 +23,6 @@ class AggregatedInstance(Instance):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.holding: dict[int, tuple[float, float]] = {}  # id -> (committed, occupied) while prefilling
         rt, dp = self.timer.inst.runtime, self.timer.inst.parallel.dp_attention
         on = rt.adp_balance_timeout_iters is not None and dp > 1  # TRT-LLM attention-DP balance
         self.adp = ADPBalance(dp, rt.adp_balance_timeout_iters or 0, rt.adp_balance_batching_wait_iters) if on else None
@@ -40,22 +39,7 @@ class AggregatedInstance(Instance):
             self.queued_tokens -= entry[1]
             ctx.drop(i, NEVER_FITS)
             return None
-        if st.n + len(self.holding) >= st.max_running:
-            return False
-        if not st.fits(kv0, remaining, self.reserved):
-            return False
-        committed = kv0 + st.window + st.ratio * remaining
-        self.holding[i] = (committed, kv0 + st.window)
-        self.reserved += committed
-        self.held += kv0 + st.window
-        return True
-
-    def release(self, i: int) -> None:
-        committed, occupied = self.holding.pop(i)
-        self.reserved -= committed
-        self.held -= occupied
-        if not self.holding:
-            self.reserved = self.held = 0.0
+        return self.reserve(i, kv0, remaining)
 
     def run(self) -> Generator[Any, Any, None]:
         st = self.state

@@ -32,7 +32,6 @@ class DecodeInstance(Instance):
         self.waiting: deque[int] = deque()
         self.prealloc: deque[int] = deque()
         self.ready: deque[int] = deque()
-        self.holding: dict[int, tuple[float, float]] = {}  # id -> (committed, occupied) KV, not yet running
         self.pull = self.timer.inst.runtime.disagg_kv_handoff == "decode_pull"
 
     @property
@@ -62,26 +61,13 @@ class DecodeInstance(Instance):
         if kv0 + st.window + remaining > st.capacity:  # can never finish here, even alone
             ctx.drop(i, NEVER_FITS)
             return None
-        if st.n + len(self.holding) >= st.max_running or not st.fits(kv0, remaining, self.reserved):
-            return False
-        committed = kv0 + st.window + st.ratio * remaining
-        self.holding[i] = (committed, kv0 + st.window)
-        self.reserved += committed
-        self.held += kv0 + st.window
-        return True
-
-    def _release(self, i: int) -> None:
-        committed, occupied = self.holding.pop(i)
-        self.reserved -= committed
-        self.held -= occupied
-        if not self.holding:
-            self.reserved = self.held = 0.0
+        return self.reserve(i, kv0, remaining)
 
     def admit(self) -> None:
         st, ctx = self.state, self.ctx
         while self.ready and st.n < st.max_running:  # KV allocated and landed: into the batch
             i = self.ready.popleft()
-            self._release(i)
+            self.release(i)
             ctx.start_decode(self, i, ctx.table.context(i) + 1)
         while self.prealloc:  # SGLang: pre-allocate, then the prefill may start
             i = self.prealloc[0]
@@ -107,7 +93,7 @@ class DecodeInstance(Instance):
                 self.waiting.popleft()
                 ctx.drop(i, NEVER_FITS)
                 continue
-            if st.n + len(self.holding) >= st.max_running or not st.fits(kv0, remaining, self.reserved):
+            if not self.room(kv0, remaining):
                 break
             self.waiting.popleft()
             ctx.start_decode(self, i, kv0)

@@ -65,6 +65,35 @@ class Instance:
         # end of their first decode step (RuntimeOptions.disagg_first_token_after_step)
         self.first_pending: list[int] = []
         self.quiet = 0  # the next run's length: +1 a step, halved when work arrives (`notify`)
+        # KV allocated to requests not yet running (prompts being prefilled, KV being read): id -> (committed, occupied)
+        self.holding: dict[int, tuple[float, float]] = {}
+
+    def room(self, kv0: float, remaining: float) -> bool:
+        """A sequence of `kv0` tokens that will generate `remaining` more fits beside the running batch and what
+        other requests hold (the running-request limit and the KV pool)."""
+        st = self.state
+        return st.n + len(self.holding) < st.max_running and st.fits(kv0, remaining, self.reserved)
+
+    def reserve(self, i: int, kv0: float, remaining: float) -> bool:
+        """Hold request i's KV (`kv0` tokens and the attention window) and the reservation for its `remaining`
+        output, where they fit beside the running batch and what other requests hold: the one admission of the
+        aggregated and the decode instances."""
+        st = self.state
+        if not self.room(kv0, remaining):
+            return False
+        committed = kv0 + st.window + st.ratio * remaining
+        self.holding[i] = (committed, kv0 + st.window)
+        self.reserved += committed
+        self.held += kv0 + st.window
+        return True
+
+    def release(self, i: int) -> None:
+        """Request i runs (or left): what it held joins the batch's own accounting."""
+        committed, occupied = self.holding.pop(i)
+        self.reserved -= committed
+        self.held -= occupied
+        if not self.holding:
+            self.reserved = self.held = 0.0
 
     def notify(self, arrived: bool = True) -> None:
         """Wake the loop: work `arrived` (which halves the quiet stretch the next run expects), or KV
