@@ -96,8 +96,8 @@ def point(
     add_request_overhead(m, request_overhead_s(dep), osl)
     m.one_token = osl <= 1
     if poisson:
-        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl, decode_limit(_decode_pool(dep), isl + osl))
-    if b >= cap and not m.limit:
+        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl)
+    if (b >= cap or m.saturated) and not m.limit:  # what the slots are: the KV pool or the running-request limit
         m.limit = decode_limit(_decode_pool(dep), isl + osl)
     return m
 
@@ -144,9 +144,7 @@ def _one_token(dep: Deployment, m: Metrics, isl: int, b: float, saturated_req_s:
     m.limit = limit
 
 
-def add_slot_wait(
-    m: Metrics, instances: int, slots: int, busy: float, osl: int, full: str = "decode KV capacity"
-) -> None:
+def add_slot_wait(m: Metrics, instances: int, slots: int, busy: float, osl: int) -> None:
     """The wait of a Poisson arrival for a decode slot (`planner.model.queueing.slot_wait`): an instance
     holds at most `slots` sequences (`max_batch`), `busy` of them on average, each for busy / (the
     requests/s it completes) (Little's law). It lengthens TTFT and E2E and counts the waiting
@@ -156,8 +154,7 @@ def add_slot_wait(
         return
     wait = slot_wait(slots, busy, busy / per_instance)
     if math.isinf(wait):
-        m.saturated = True
-        m.limit = m.limit or full  # what the slots are: the KV pool or the running-request limit (`decode_limit`)
+        m.saturated = True  # (`point` names the limit: `decode_limit`)
         return
     m.ttft_s += wait
     m.e2e_s += wait
@@ -173,12 +170,13 @@ def request_overhead_s(dep: Deployment) -> float:
 
 FLAT = 0.05  # throughput within this share above a rate: the batch there carries the rate about as well
 PLATEAU_STEP = 1.25  # the batches past the first that carries a rate, a quarter apart, scanned for a flat throughput
+PLATEAU = 1.5  # a batch half again as large carrying the rate within FLAT: the batch is not pinned by the rate
 
 
 def batches_carrying(dep: Deployment, isl: int, osl: int, kv_len: float, rate: float) -> tuple[float, float] | None:
     """(the first decode batch per instance that carries `rate` (req/s, the deployment's), the last batch past it
     whose throughput stays within FLAT of the rate, scanned a quarter apart up to the KV cap). Where the two differ
-    by half or more (`planner.report.verdicts.PLATEAU`) the instance's throughput is flat there (a prefill-first
+    by half or more (PLATEAU, `unpinned`) the instance's throughput is flat there (a prefill-first
     step or a token budget fixes its tokens/s whatever the batch): an open loop's batch is not pinned by the rate
     but wanders over that range, and TPOT with it (trial, twenty-first session: Llama-3.1-8B on H100 at 50 req/s of
     500/300 tokens, batch 492 and TPOT 33 ms by estimate, 768 carries 51.8 req/s; simulated, the batch settled near
@@ -194,6 +192,13 @@ def batches_carrying(dep: Deployment, isl: int, osl: int, kv_len: float, rate: f
             return first, last
         last, g = g, g * PLATEAU_STEP
     return first, float(cap) if served(cap) <= rate * (1 + FLAT) else last
+
+
+def unpinned(dep: Deployment, isl: int, osl: int, kv_len: float, rate: float) -> tuple[float, float] | None:
+    """`batches_carrying` where the batch is not pinned by the rate (the last at least PLATEAU x the first), else
+    None: the one rule `planner estimate`'s caveat and the plan's note on estimate rows read."""
+    span = batches_carrying(dep, isl, osl, kv_len, rate)
+    return span if span is not None and span[1] >= PLATEAU * span[0] else None
 
 
 def estimate_deployment(

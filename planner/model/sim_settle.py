@@ -16,6 +16,7 @@ from simulator import SimConfig, SimResult
 from simulator.metrics import latencies, measured_mask
 
 CONVERGENCE = 0.05  # relative difference of throughput (and mean TPOT) between the window's halves
+FEW_ABOVE = 10  # measured requests above an SLO's percentile under which its reading rests on a handful
 
 
 def window_halves(result: SimResult) -> tuple[float, float]:
@@ -83,7 +84,7 @@ def misses_as_it_settles(result: SimResult, res: Resolved) -> list[str]:
         return []
     early, late = _arrival_halves(result)
     lat = latencies(result)
-    q = {"p90": 90.0, "p99": 99.0}.get(slo.statistic or "p90", 90.0)
+    q = float((slo.statistic or "p90")[1:])  # the percentile, as `tail_count` reads it
     out = []
     for key, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("e2e_ms", "e2e")):
         target = getattr(slo, key)
@@ -97,9 +98,6 @@ def misses_as_it_settles(result: SimResult, res: Resolved) -> list[str]:
         if first > target and second >= first:
             out.append(key)
     return out
-
-
-FEW_ABOVE = 10  # measured requests above an SLO's percentile under which its reading rests on a handful
 
 
 def tail_count(stats: dict[str, Any], statistic: str) -> float | None:

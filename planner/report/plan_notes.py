@@ -10,11 +10,10 @@ from typing import Any
 from planner.inputs.question import Question
 from planner.launch import UNAVAILABLE
 from planner.model.deployment import Deployment
-from planner.model.estimator import FLAT, batches_carrying, max_batch
+from planner.model.estimator import FLAT, max_batch, unpinned
 from planner.model.queueing import SLOT_SD, near_slots
 from planner.model.steps import decode_capacity
 from planner.report import track_record
-from planner.report.verdicts import PLATEAU
 from planner.search.plan import Answer, Recommendation
 from planner.search.verify import as_resolved
 
@@ -37,8 +36,8 @@ def _near_slots(a: Answer, shown: int = 8) -> list[str]:
     flat = []  # rows whose throughput is flat at the rate: their batch, and TPOT with it, is not pinned (`slot_caveat`)
     for rank, r in enumerate(a.recommendations[:shown], 1):
         if r.simulated is None and q.rate is not None:
-            span = batches_carrying(r.deployment, q.isl, q.osl, q.in_flight_kv(), q.rate)
-            if span is not None and span[1] >= PLATEAU * span[0]:
+            span = unpinned(r.deployment, q.isl, q.osl, q.in_flight_kv(), q.rate)
+            if span is not None:
                 flat.append(f"#{rank} (batch {span[0]:,.0f}, or any up to {span[1]:,.0f})")
     out = []
     if near:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.defaults import Resolved
-from planner.model.estimator import batches_carrying, max_batch, point
+from planner.model.estimator import max_batch, point, unpinned
 from planner.model.metrics import Metrics
 from planner.model.queueing import SLOT_SD, near_slots
 from planner.model.sim_settle import FEW_ABOVE, tail_count
@@ -56,9 +56,6 @@ def slo_verdict(m: dict[str, Any], slo: Any) -> dict[str, Any] | None:
     return {"statistic": stat, "targets": targets, "achieved": got, "verdict": verdict, "why": why}
 
 
-PLATEAU = 1.5  # a batch half again as large carrying the rate within FLAT: the batch is not pinned by the rate
-
-
 def slot_caveat(res: Resolved, e: Metrics) -> str | None:
     """The caveat the plan puts on such rows (planner.report.plan_notes._near_slots), for one estimate: under a
     request rate, a decode batch within SLOT_SD standard deviations of the instance's KV slots makes TTFT the
@@ -66,8 +63,8 @@ def slot_caveat(res: Resolved, e: Metrics) -> str | None:
     if res.request_rate is None or e.mode not in ("aggregated", "disaggregated") or e.saturated:
         return None
     slots = max_batch(res.deployment, res.isl, res.osl)
-    span = batches_carrying(res.deployment, res.isl, res.osl, res.kv_len, res.request_rate)
-    if span is not None and span[1] >= PLATEAU * span[0]:
+    span = unpinned(res.deployment, res.isl, res.osl, res.kv_len, res.request_rate)
+    if span is not None:
         dep = res.deployment
         slow = point(dep, res.isl, res.osl, res.kv_len, span[1]).latency_ms("tpot", "mean")
         return (
