@@ -15,7 +15,7 @@ from scipy.special import pdtr, pdtrc
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
 from planner.model.queueing import md1_wait
-from planner.model.steps import decode_step, decode_time, memo, memory, prefill_step, tokens_per_step
+from planner.model.steps import decode_step, decode_time, memo, memory, prefill_step, ridden, tokens_per_step
 from roofline.comm import kv_transfer_time
 from roofline.memory import kv_needed_tokens
 
@@ -147,8 +147,11 @@ def _step_moments(times: np.ndarray, dp: int, lam: float, most: int) -> tuple[fl
     return s1 / w, s2 / mk, s3 / w
 
 
-def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, seen: float = 1.0) -> Metrics:
-    """`seen`: the share of the prefill pool's load a prompt meets from the others (`aggregated`)."""
+def disaggregated(
+    dep: Deployment, isl: int, osl: int, kv_len: float, b: float, seen: float = 1.0, seen_decode: float = 1.0
+) -> Metrics:
+    """`seen`: the share of the prefill pool's load a prompt meets from the others (`aggregated`);
+    `seen_decode`: the share of a decode instance's batch a decoding request meets besides itself (`ridden`)."""
     pre, dec = dep.first("prefill"), dep.first("decode")
     assert pre is not None
     assert dec is not None
@@ -156,7 +159,11 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, 
     mu = pre.instances * done / step_pb.time_s  # prefill pool capacity, requests/s
     kv_bytes = isl * memory(dec).kv_bytes_per_token * dec.parallel.pp
     transfer = kv_transfer_time(dep.hardware, dep.same_domain, kv_bytes)
-    tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
+
+    def rides(v: float) -> float:  # the decode step a request rides at a mean batch v
+        return decode_time(dec, ridden(dec, v, seen_decode, isl + osl), kv_len)
+
+    tpot = rides(b) / tokens_per_step(dec)
     decode_s = max(osl - 1, 0) * tpot
     x = dec.instances * b / decode_s if decode_s > 0 else mu
     limit = ""
@@ -165,13 +172,13 @@ def disaggregated(dep: Deployment, isl: int, osl: int, kv_len: float, b: float, 
         if decode_s > 0:
 
             def rate_decode_s(v: float) -> float:
-                return x * max(osl - 1, 0) * decode_time(dec, v, kv_len) / tokens_per_step(dec)
+                return x * max(osl - 1, 0) * rides(v) / tokens_per_step(dec)
 
             b = _in_flight(rate_decode_s, b, dec.instances)
-            tpot = decode_time(dec, b, kv_len) / tokens_per_step(dec)
+            tpot = rides(b) / tokens_per_step(dec)
             decode_s = max(osl - 1, 0) * tpot
-    wait, rides = _prefill_wait(pre, isl, x * seen / pre.instances, done)
-    ttft = rides + wait + md1_wait(x * seen / mu, 1 / mu) + handoff(dec, transfer, decode_time(dec, b, kv_len))
+    wait, steps_ridden = _prefill_wait(pre, isl, x * seen / pre.instances, done)
+    ttft = steps_ridden + wait + md1_wait(x * seen / mu, 1 / mu) + handoff(dec, transfer, rides(b))
     m = Metrics("estimate", "disaggregated", dep.gpus, x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch, m.limit = x * isl, x * osl, b, limit
     # the breakdown shown is one prompt's step (a real step whose ops sum to its time); TTFT prices the steps ridden

@@ -85,10 +85,15 @@ def point(
         raise KVCacheCapacityError(f"the KV pool holds no {isl + osl}-token sequence")
     b = min(max(batch, 1e-6), cap)
 
+    dec = _decode_pool(dep)
+    entry = dep.first("prefill") or dec
+    # a decode instance's share of the closed loop's clients: those its request meets besides itself (`ridden`)
+    seen_decode = seen if clients is None else max(0.0, 1.0 - dec.instances / max(clients * entry.instances, 1.0))
+
     def at(v: float) -> Metrics:
         if dep.first("aggregated"):
             return aggregated(dep, isl, osl, kv_len, v, cohorts, seen)
-        return disaggregated(dep, isl, osl, kv_len, v, seen)
+        return disaggregated(dep, isl, osl, kv_len, v, seen, seen_decode)
 
     m = at(b)
     if osl <= 1 and not cohorts:
