@@ -281,7 +281,8 @@ def plan(
     if scenarios is not None:
         paths = write_scenarios(ans, scenarios)
         err.print(
-            f"{len(paths)} scenarios written to {scenarios} (planner simulate {paths[0]} reruns row 1)"
+            f"{len(paths)} scenario{'s' if len(paths) != 1 else ''} written to {scenarios} "
+            f"(planner simulate {paths[0]} reruns row 1)"
             if paths
             else "no recommendation: no scenario written",
             markup=False,
