@@ -101,9 +101,9 @@ def point(
     add_request_overhead(m, request_overhead_s(dep), osl)
     m.one_token = osl <= 1
     if poisson:
-        add_slot_wait(m, _decode_pool(dep).instances, cap, b, osl)
+        add_slot_wait(m, dec.instances, cap, b, osl)
     if (b >= cap or m.saturated) and not m.limit:  # what the slots are: the KV pool or the running-request limit
-        m.limit = decode_limit(_decode_pool(dep), isl + osl)
+        m.limit = decode_limit(dec, isl + osl)
     return m
 
 
