@@ -47,3 +47,28 @@ def shared_dir() -> Path:
     if not SHARED.exists():
         pytest.skip("../shared is not beside the checkout")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def default_scored():
+    """The default question scored only (no simulation), once per session: (question, answer)."""
+    from planner.inputs.question import DEFAULT_QUESTION
+    from planner.search.plan import plan
+
+    q = DEFAULT_QUESTION.model_copy(update={"verify_top": 0})
+    return q, plan(q, workers=1)
+
+
+@pytest.fixture(scope="session")
+def default_plan_cli(tmp_path_factory):
+    """`planner plan --json --chart front.html` with no question, once per session: (JSON, chart HTML)."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    chart = tmp_path_factory.mktemp("default") / "front.html"
+    out = CliRunner().invoke(app, ["plan", "--json", "--chart", str(chart)])
+    assert out.exit_code == 0, out.output
+    import json
+
+    return json.loads(out.output), chart.read_text()

@@ -8,7 +8,6 @@ the pinned engine version (planner/engines/flags/): SGLang 0.5.23 ServerArgs, sg
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -16,12 +15,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from typer.testing import CliRunner
 
-from planner.cli import app
 from planner.engines import ENGINES as PROFILES
 from planner.engines import profile
-from planner.inputs.question import DEFAULT_QUESTION, Question
+from planner.inputs.question import Question
 from planner.inputs.scenario import load_scenario
 from planner.launch import ENGINES, launch_commands, requirements
 from planner.launch.check import SAMPLES, flag_file, option_names, problems, split
@@ -53,9 +50,8 @@ def assert_parses(out: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def default_plan():
-    q = DEFAULT_QUESTION.model_copy(update={"verify_top": 0})
-    return q, plan(q, workers=1)
+def default_plan(default_scored):
+    return default_scored
 
 
 def test_every_template_flag_is_in_its_pinned_flag_list():
@@ -91,11 +87,9 @@ def test_every_example_launch_command_parses(path):
     assert_parses(out)
 
 
-def test_default_plan_launch_commands_parse():
+def test_default_plan_launch_commands_parse(default_plan_cli):
     """`planner plan` with no arguments: the launch commands it prints for its top answers."""
-    res = CliRunner().invoke(app, ["plan", "--json"])
-    assert res.exit_code == 0, res.output
-    recs = json.loads(res.output)["recommendations"]
+    recs = default_plan_cli[0]["recommendations"]
     launches = [r["launch"] for r in recs if r["launch"] is not None]
     assert launches
     for out in launches:

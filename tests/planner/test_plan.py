@@ -130,11 +130,8 @@ def test_recommendation_round_trips_to_a_scenario_with_launch_commands():
     assert f"--max-running-requests {decode_capacity(pool, SMALL.in_flight_kv())}" in cmds["sglang"]
 
 
-def test_cli_default_plan_json_and_chart(tmp_path):
-    chart = tmp_path / "front.html"
-    out = CliRunner().invoke(app, ["plan", "--json", "--chart", str(chart)])
-    assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+def test_cli_default_plan_json_and_chart(default_plan_cli):
+    data, chart = default_plan_cli
     assert data["feasible"]
     assert data["candidates"]["scored"] > 100
     assert data["candidates"]["simulated"] >= 1
@@ -146,7 +143,7 @@ def test_cli_default_plan_json_and_chart(tmp_path):
     assert top["headroom"]["TTFT"] == pytest.approx(2000 / top["simulated"]["ttft_p90_ms"] - 1, abs=1e-4)
     assert top["headroom"]["TPOT"] == pytest.approx(50 / top["simulated"]["tpot_p90_ms"] - 1, abs=1e-4)
     assert "sglang" in top["launch"]
-    assert "plotly" in chart.read_text()[:20000].lower()
+    assert "plotly" in chart[:20000].lower()
 
 
 def test_cli_flags_override_the_default_question():

@@ -77,9 +77,9 @@ def test_an_exported_scenario_of_a_config_json_model_reruns(tmp_path, shared_dir
 
 
 @pytest.fixture(scope="module")
-def default_estimates():
+def default_estimates(default_scored):
     """The default question's answer, scored only (one scoring shared by the table tests)."""
-    return plan(Question(model="deepseek-v3", hardware="gb200-nvl72", gpus=72, verify_top=0), workers=1)
+    return default_scored[1]
 
 
 @pytest.mark.parametrize("width", [80, 100, 120, 160])
