@@ -293,6 +293,11 @@ def resolve(s: Scenario, base_dir: Path | None = None) -> Resolved:
             f"workload.kv_len: {kv_len:,.0f} (the mean context in flight over the simulation's lengths, "
             f"sum L(I + L/2) / sum L; fixed lengths would give {isl + osl / 2:,.0f})"
         )
+    elif abs(kv_len - (drawn := in_flight_kv(sim, isl, osl))) > 0.01 * drawn:  # stated, and not what a run holds
+        note.append(
+            f"workload.kv_len: {kv_len:,.0f} as stated prices the estimate's steps; a simulation runs the "
+            f"lengths, whose contexts in flight average {drawn:,.0f}, so its TPOT can differ"
+        )
     conc: float | None = None
     if isinstance(w.concurrency, int):
         phase_pool = dep.first("decode") if s.phase == "decode" else None

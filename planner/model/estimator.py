@@ -267,15 +267,17 @@ def _one_phase(pool: Pool, phase: str) -> list[str]:
 def estimate_decode(res: Resolved, concurrency: float | None = None) -> Metrics:
     pool = res.pool("decode", "aggregated")
     conc = concurrency if concurrency is not None else res.concurrency
-    cap = decode_capacity(pool, res.kv_len)
+    full = res.isl + res.osl  # each request's whole length, reserved at admission as the simulator does
+    cap = decode_capacity(pool, full)
     assumed = list(res.assumed) + _one_phase(pool, "decode")
     if conc is None:
         conc = float(cap * pool.instances)
-        assumed.append(f"decode batch: {cap} per instance (fills the KV pool at {res.kv_len:.0f} tokens)")
+        assumed.append(f"decode batch: {cap:,} per instance (fills the KV pool at {full:,} tokens, isl + osl)")
     batch = conc / pool.instances
-    if batch > cap:
+    if batch > decode_capacity(pool, res.kv_len):
         raise KVCacheCapacityError(
-            f"decode batch {batch:.0f} per instance exceeds KV capacity {cap} at {res.kv_len:.0f} tokens"
+            f"decode batch {batch:.0f} per instance exceeds KV capacity {decode_capacity(pool, res.kv_len)} at "
+            f"{res.kv_len:.0f} tokens"
         )
     step = decode_step(pool, batch, res.kv_len)
     tpot = step.time_s / tokens_per_step(pool)

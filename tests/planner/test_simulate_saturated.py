@@ -22,5 +22,9 @@ def test_no_traffic_simulates_the_saturated_loop_the_estimate_prices() -> None:
     est = estimate(res)
     _, summary = run_simulation(res)
     assert summary["requests_completed"] >= 2 * est.concurrency  # more than one wave of the full pool
-    assert summary["tpot_ms"]["mean"] / 1e3 == pytest.approx(est.tpot_s, rel=0.1)
-    assert summary["output_tok_s"] == pytest.approx(est.output_tok_s, rel=0.15)
+    assert summary["tpot_ms"]["mean"] / 1e3 == pytest.approx(est.tpot_s, rel=0.02)
+    assert summary["output_tok_s"] == pytest.approx(est.output_tok_s, rel=0.02)
+    # the loop is sized at each request's whole length, as the simulator admits: nobody waits a generation
+    # (sized at a 2,000-token context, a third of the loop waited and TPOT read p50 96.9 / p90 193.8 ms)
+    assert summary["tpot_ms"]["p90"] == pytest.approx(summary["tpot_ms"]["p50"], rel=0.05)
+    assert summary["requests_preempted"] == 0
