@@ -227,7 +227,8 @@ def plan(
 ) -> None:
     """Recommend deployments for a question. Fields not given keep the documented default question:
     DeepSeek-V3 on a GB200 NVL72 rack (at most 72 GPUs), 2k/1k tokens, p90 TTFT <= 2 s and TPOT <= 50 ms,
-    best throughput per GPU, SGLang."""
+    best throughput per GPU, SGLang. Exit status 0 when a deployment is verified to meet the SLO, 1 when
+    none is (the closest is still shown and written), 2 for bad input."""
     fields = {
         "model": model,
         "hardware": hardware,
@@ -287,6 +288,8 @@ def plan(
             else "no recommendation: no scenario written",
             markup=False,
         )
+    if not ans.feasible:  # the answer is "none meets" (printed, files written): a script can tell (grep's 1)
+        raise typer.Exit(1)
 
 
 @app.command()

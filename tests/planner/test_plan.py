@@ -314,8 +314,9 @@ def test_when_no_candidate_meets_by_estimate_the_closest_is_simulated():
     the plan had run no simulation. The closest row is now simulated like any recommendation."""
     args = ["plan", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "1", "--rate", "2"]
     out = CliRunner().invoke(app, [*args, "--tpot-p90", "1", "--json"])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # the answer is "none meets": printed, exit 1 (trial, 22nd session)
     data = json.loads(out.output)
+    assert data["feasible"] is False
     assert data["notes"][0].startswith("no candidate meets the SLO (estimate)")
     top = data["recommendations"][0]
     assert top["figures"].startswith("simulated")
