@@ -20,9 +20,11 @@ import math
 
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
-from planner.model.queueing import any_busy, md1_wait
+from planner.model.queueing import any_busy, md1_wait, mdc_wait
+from planner.model.ride import poisson_ride
 from planner.model.solve import fixed_point
 from planner.model.steps import (
+    decode_capacity,
     decode_step,
     decode_time,
     drafts,
@@ -87,7 +89,9 @@ def _closed_loop_step(step_s: float, t_d: float, hold: float, per_step: float, s
     return fixed_point(mean_step, t_d, max(step_s, t_d))
 
 
-def _prompt_wait(budget: float, busy: float, hold: float, cycle: float, seen: float, cohorts: bool) -> float:
+def _prompt_wait(
+    budget: float, busy: float, hold: float, cycle: float, seen: float, cohorts: bool, instances: int = 1
+) -> float:
     """A prompt's wait for the token budget of a mixed instance, busy with prompts `busy` of the time (`budget`
     of its tokens), each holding it `hold` seconds; `cycle`: a client's prefill and decode. Saturated cohorts
     queue full prefill steps one after another (`budget`); independent arrivals queue M/D/1 for the time the
@@ -99,7 +103,7 @@ def _prompt_wait(budget: float, busy: float, hold: float, cycle: float, seen: fl
         return md1_wait(min(budget, 0.999), hold)
     if seen < 1.0:
         return max(0.0, hold / (1.0 - seen) - cycle)
-    return md1_wait(min(busy, 0.999), hold)
+    return mdc_wait(instances, min(busy, 0.999), hold)  # the router takes the least loaded instance
 
 
 def _ranks_prefilling(dp: int, hold: float, step_s: float, t_d: float, done_per_step: float) -> tuple[float, float]:
@@ -161,6 +165,16 @@ def _mixed(
     wait = 0.0
     if seen < 1.0 and not lanes and not cohorts:
         t = _closed_loop_step(step.time_s, t_d, step.time_s * isl / g, b * tps / max(osl - 1, 1), seen)
+    elif not lanes and not cohorts and osl > 1:  # Poisson: a short answer rides the busy spell it starts in
+        t = poisson_ride(
+            b,
+            max(osl - 1, 0) / tps,
+            step.time_s,
+            t_d,
+            step.time_s * isl / g,
+            pool.instances,
+            decode_capacity(pool, isl + osl),
+        )[1]
     if lanes:
         # A prompt longer than its rank's share holds that rank for `steps` steps, while prompts on
         # other ranks ride the same steps: the instance runs prefill steps while any rank has a prompt
@@ -173,7 +187,7 @@ def _mixed(
     decode_s = max(osl - 1, 0) * tpot
     x = b / decode_s if decode_s > 0 else c / isl / t  # requests/s per instance
     if not lanes:
-        wait = _prompt_wait(c / free, x * hold, hold, steps * step.time_s + decode_s, seen, cohorts)
+        wait = _prompt_wait(c / free, x * hold, hold, steps * step.time_s + decode_s, seen, cohorts, pool.instances)
     ttft = seen * t / 2 + steps * step.time_s + wait  # the rest of another's step in progress
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
@@ -242,7 +256,8 @@ def _prefill_first(
                 break
             t_p = t_next
         rho = min(x * step_p.time_s / done, RHO_MAX)
-        return step_p, done, rho, t_d / tps / (1 - others(rho, seen))
+        tpot = t_d / tps / (1 - others(rho, seen))
+        return step_p, done, rho, tpot
 
     def rate(x: float) -> float:
         step_p, done, _, tpot = cycle(x)
@@ -285,7 +300,12 @@ def aggregated(
     if lanes:  # a prompt waits only for its own rank's earlier prompt (the ranks are taken in turn)
         ttft = step_p.time_s + wait + md1_wait(x * seen * step_p.time_s / dp, step_p.time_s)
     else:
-        ttft = step_p.time_s + wait + md1_wait(rho * seen, step_p.time_s / done)
+        queue = (
+            md1_wait(rho * seen, step_p.time_s / done)
+            if seen < 1.0
+            else mdc_wait(pool.instances, rho, step_p.time_s / done)
+        )  # independent arrivals: the router takes the least loaded of the instances
+        ttft = step_p.time_s + wait + queue
         if full is not None:
             ttft, decode_s, tpot = _one_cohort(pool, isl, osl, batch, decode_s, tpot, ttft)
     n = pool.instances
