@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from planner.inputs.deployment_spec import LAYOUT_FIELDS, MAX_GPUS, DeploymentSpec, PoolSpec, Unknown
 from planner.inputs.edge import ScenarioError, format_validation_error, load_yaml, parse_as
@@ -217,6 +217,21 @@ class Scenario(InputModel):
     def _plain_name(cls, v: str) -> str:
         if re.search(r"[\[\]\x00-\x1f\x7f]", v):
             raise ValueError("free text without square brackets or control characters")
+        return v
+
+    @field_validator("model", "hardware")
+    @classmethod
+    def _named(cls, v: str, info: ValidationInfo) -> str:
+        """The two fields nothing is searched over: every other may be unknown (ninth trial: 'unknown
+        hardware 'unknown'' named no field)."""
+        if v.strip().lower() == "unknown":
+            what = (
+                "a catalog id or a HF config.json path (planner catalog models)"
+                if info.field_name == "model"
+                else "a catalog id (planner catalog hardware); `planner compare` sets every system side by side"
+            )
+            said = "cannot be unknown: the planner searches deployments of a stated model on stated hardware"
+            raise ValueError(f"{said}; allowed: {what}")
         return v
 
     @model_validator(mode="after")
