@@ -11,7 +11,7 @@ prefill share is the time any rank prefills (`planner.model.queueing.any_busy`, 
 rank), not the prompts' tokens over the whole instance's budget.
 Prompts arrive as a Poisson stream, or in full batches when a saturated run of fixed output lengths
 keeps its cohorts (`cohort_batches`; under prefill-first the whole batch in flight is one cohort,
-`_one_cohort`). It does not choose the batch (`planner.model.estimator`).
+`planner.model.prefill_first.one_cohort`). It does not choose the batch (`planner.model.estimator`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import math
 
 from planner.model.deployment import Deployment, Pool
 from planner.model.metrics import Metrics
+from planner.model.prefill_first import RHO_MAX, one_cohort, prefill_first, ranks_stalling
 from planner.model.queueing import any_busy, md1_wait, mdc_wait
-from planner.model.ride import poisson_ride
+from planner.model.ride import closed_loop_step, poisson_ride
 from planner.model.solve import fixed_point
 from planner.model.steps import (
     decode_capacity,
@@ -35,24 +36,7 @@ from planner.model.steps import (
     ridden,
     tokens_per_step,
 )
-from roofline.step import StepCost
 from simulator.config import SimConfig
-
-RHO_MAX = 0.95  # prefill utilisation of an aggregated instance beyond which decode starves
-ITERATIONS = 60
-
-
-def others(busy: float, seen: float) -> float:
-    """The share of a request's decode time that another request's prompt occupies, where prompts keep the
-    instance `busy` of the time (all clients counted) and a request meets `seen` of the others' load (the
-    arrival theorem's (N - 1) / N in a closed loop of N, 1 under independent arrivals). Its own prompt is
-    never in its decode time, so the others' share is measured against the time its prompt leaves:
-    busy (N - 1) / N / (1 - busy / N). (The (N - 1) / N share alone, against the whole cycle, read TPOT
-    14.3 ms for two clients of 32,000-token prompts where the simulation reads 21.8; review.)"""
-    if seen >= 1.0:
-        return busy
-    own = min(busy, 0.999) * (1.0 - seen)
-    return min(busy * seen / (1.0 - own), 1.0)
 
 
 def _whole_prompts(
@@ -73,20 +57,6 @@ def _whole_prompts(
         b = free * (osl - 1) / (tps * isl)
         c, limit = free, "whole prompts per step"
     return b, c, free, limit
-
-
-def _closed_loop_step(step_s: float, t_d: float, hold: float, per_step: float, seen: float) -> float:
-    """The mean step a decoding request of a closed loop rides on a mixed instance: the others' prompts take
-    `others` of its decode time (`hold` of steps with a prompt each: isl / g of a step of g prompt tokens, at
-    x = per_step / t requests/s, `per_step` finishing per step), steps of `step_s` with a prompt,
-    `t_d` without; counted by time, not by the share of steps, which undercounts long prompts (two clients of
-    32,000-token prompts read TPOT 15.7 ms by steps where the simulation reads 21.8; review)."""
-
-    def mean_step(t: float) -> float:
-        f = others(min(per_step / t * hold, 0.999), seen)
-        return 1.0 / (f / step_s + (1 - f) / t_d)
-
-    return fixed_point(mean_step, t_d, max(step_s, t_d))
 
 
 def _prompt_wait(
@@ -164,7 +134,7 @@ def _mixed(
     lanes = dp > 1 and isl > share and not cohorts
     wait = 0.0
     if seen < 1.0 and not lanes and not cohorts:
-        t = _closed_loop_step(step.time_s, t_d, step.time_s * isl / g, b * tps / max(osl - 1, 1), seen)
+        t = closed_loop_step(step.time_s, t_d, step.time_s * isl / g, b * tps / max(osl - 1, 1), seen)
     elif not lanes and not cohorts and osl > 1:  # Poisson: a short answer rides the busy spell it starts in
         t = poisson_ride(
             b,
@@ -202,74 +172,6 @@ def _mixed(
     return m
 
 
-def _ranks_stalling(
-    dp: int, hold: float, tpot_free: float, b: float, osl: int, seen: float
-) -> tuple[float, float, float]:
-    """Prefill-first under attention DP, prompts longer than a rank's chunk: each holds its rank for
-    `hold` seconds of lockstep steps that stall every rank's decodes, so decoding stops while any rank
-    prefills (`any_busy` of dp servers at x requests/s; a decoding request meets `seen` of those).
-    Returns x, that share and the TPOT."""
-    top = RHO_MAX * dp / hold
-
-    def tpot_at(x: float) -> float:
-        return tpot_free / (1 - others(min(any_busy(dp, x * hold), RHO_MAX), seen))
-
-    def rate(x: float) -> float:
-        return min(b / ((osl - 1) * tpot_at(x)) if osl > 1 else math.inf, top)
-
-    x = fixed_point(rate, 0.0, top)
-    return x, min(any_busy(dp, x * hold), RHO_MAX), tpot_at(x)
-
-
-def _prefill_first(
-    pool: Pool, isl: int, osl: int, t_d: float, b: float, seen: float, full: tuple[StepCost, int] | None
-) -> tuple[float, float, float, StepCost, float]:
-    """Prefill-first at a mean decode batch b: (x requests/s, prefill share rho, TPOT, the prefill step, the
-    prompts it completes). Requests arriving during a scheduling cycle (a decode step, plus a prefill step
-    when any are waiting) are prefilled together: Poisson with mean lam, so a prefill that happens holds
-    lam / (1 - e^-lam) of them on average, and a cycle carries one with chance 1 - e^-lam; in cohorts
-    (`cohort_batches`, `full`) every prefill is a full batch, lam / nb of the cycles. The rate x that the
-    batch keeps is the `fixed_point` of x -> b / decode time at x's prefill share (the damped iteration it
-    replaces swung without settling on most long prompts: 32,000-token prompts on DeepSeek-V3 TP8, 245 of 264
-    operating points tried; twenty-second session)."""
-    tps = tokens_per_step(pool)
-    max_nb = max(1, prefill_budget(pool) * pool.parallel.dp_attention // max(isl, 1))
-
-    def cycle(x: float) -> tuple[StepCost, float, float, float]:
-        """(prefill step, prompts it completes, prefill share, TPOT) at x requests/s."""
-        step_p, first = prefill_step(pool, isl, 1)
-        done: float = first
-        t_p = 0.0
-        for _ in range(ITERATIONS):  # the cycle's prefill time, rising with the prompts it holds
-            lam = x * (t_d + t_p)
-            if full is not None:
-                step_p, done = full[0], full[1]
-                t_next = step_p.time_s * min(lam / done, 1.0)
-            else:
-                held = lam / -math.expm1(-lam) if lam > 1e-9 else 1.0  # prompts a prefill step holds
-                step_p, priced = prefill_step(pool, isl, max(1, min(round(held), max_nb)))
-                done = priced
-                if pool.parallel.dp_attention > 1:  # priced as every rank carrying the busiest rank's prompts
-                    done = min(done, max(1.0, min(held, max_nb)))  # (ranks step together); completes those that came
-                t_next = step_p.time_s * (-math.expm1(-lam) if lam > 1e-9 else 0.0)
-            if abs(t_next - t_p) <= 1e-9 * max(t_next, 1e-12):
-                break
-            t_p = t_next
-        rho = min(x * step_p.time_s / done, RHO_MAX)
-        tpot = t_d / tps / (1 - others(rho, seen))
-        return step_p, done, rho, tpot
-
-    def rate(x: float) -> float:
-        step_p, done, _, tpot = cycle(x)
-        top = RHO_MAX * done / step_p.time_s
-        return min(b / ((osl - 1) * tpot), top) if osl > 1 else top
-
-    hi = max(rate(0.0), RHO_MAX * max_nb / prefill_step(pool, isl, max_nb)[0].time_s)
-    x = fixed_point(rate, 0.0, hi)
-    step_p, done, rho, tpot = cycle(x)
-    return x, rho, tpot, step_p, done
-
-
 def aggregated(
     dep: Deployment, isl: int, osl: int, kv_len: float, b: float, cohorts: bool = False, seen: float = 1.0
 ) -> Metrics:
@@ -291,9 +193,9 @@ def aggregated(
     if lanes:
         step_p, first = prefill_step(pool, isl, 1)
         done = first
-        x, rho, tpot = _ranks_stalling(dp, step_p.time_s, t_d / tokens_per_step(pool), b, osl, seen)
+        x, rho, tpot = ranks_stalling(dp, step_p.time_s, t_d / tokens_per_step(pool), b, osl, seen)
     else:
-        x, rho, tpot, step_p, done = _prefill_first(pool, isl, osl, t_d, b, seen, full)
+        x, rho, tpot, step_p, done = prefill_first(pool, isl, osl, t_d, b, seen, full)
     decode_s = max(osl - 1, 0) * tpot
     batch = x * decode_s if decode_s else b
     wait = t_d / 2 if b * seen > 1 else 0.0  # residual of the decode step in progress
@@ -307,7 +209,7 @@ def aggregated(
         )  # independent arrivals: the router takes the least loaded of the instances
         ttft = step_p.time_s + wait + queue
         if full is not None:
-            ttft, decode_s, tpot = _one_cohort(pool, isl, osl, batch, decode_s, tpot, ttft)
+            ttft, decode_s, tpot = one_cohort(pool, isl, osl, batch, decode_s, tpot, ttft)
     n = pool.instances
     m = Metrics("estimate", "aggregated", dep.gpus, n * x * (ttft + decode_s), ttft, tpot, ttft + decode_s)
     m.input_tok_s, m.output_tok_s, m.decode_batch = n * x * isl, n * x * osl, batch
@@ -315,42 +217,6 @@ def aggregated(
     m.decode_step, m.prefill_step = decode_step(pool, b, kv_len), step_p
     m.memory = {"aggregated": memory(pool)}
     return m
-
-
-def _one_cohort(
-    pool: Pool, isl: int, osl: int, k: float, cycle: float, tpot: float, streamed: float
-) -> tuple[float, float, float]:
-    """(mean TTFT, decode time, TPOT) of a saturated prefill-first run whose `k` requests in flight are one
-    cohort, `cycle` being its osl - 1 TPOTs stretched by the prefill share. Prefill-first runs every waiting
-    prompt before the next decode step, so prompts queued together all start decoding in the same step
-    and, with outputs of one length, finish in the same step: their replacements arrive together at that
-    step's end and are prefilled in full steps, one after another, the i-th prompt waiting for every step
-    before its own. Each member lives one cycle (Little's law keeps the batch), its first token TTFT into
-    it. (Priced as a cohort of one full step before, 248 ms for a Kimi-K2 TP8 offline run on H200 whose
-    simulation reads 655: its 38 prompts take five steps of 230 ms; and a saturated closed loop of that
-    estimate's concurrency held more requests than the KV pool.) Where the cohort's prefill outlasts its
-    cycle (a prefill-bound instance: long prompts, a few output tokens, the prefill share at RHO_MAX) its
-    members never decode together, and the prompts are priced as a stream (`streamed`, the TTFT before)."""
-    ttft = _cohort_ttft(pool, isl, k)
-    if osl <= 1:
-        return ttft, cycle, tpot
-    if ttft >= cycle:  # Llama-3.1-8B on one H100, 8,000/4 tokens: TPOT read 0 (the review of this change)
-        return streamed, cycle, tpot
-    decode_s = cycle - ttft
-    return ttft, decode_s, decode_s / (osl - 1)
-
-
-def _cohort_ttft(pool: Pool, isl: int, k: float) -> float:
-    """Mean over `k` prompts queued together of the prefill steps up to and including each one's."""
-    left = max(1, round(k))
-    total, elapsed, n = 0.0, 0.0, left
-    while left > 0:
-        step, done = prefill_step(pool, isl, left)
-        take = min(done, left)
-        elapsed += step.time_s
-        total += take * elapsed
-        left -= take
-    return total / n
 
 
 def cohort_batches(cfg: SimConfig | None) -> bool:

@@ -15,7 +15,8 @@ and relaxes to the token-weighted share at the chain's rate, so over `life` step
 standard two-state occupancy. Long answers (life >> the relaxation) recover the time average. A prompt that
 finds no decode slot (its KV not admitted) waits and stalls nobody (`admitted`). It prices one request's steps
 only; the batch and the rate are `planner.model.aggregated`'s. Not covered: closed loops and attention-DP
-lanes (their own solves in `planner.model.aggregated`), and SGLang's prefill-first, whose decodes stop outright
+lanes (`closed_loop_step` here prices a closed loop's mean step by time; the lanes are
+`planner.model.aggregated`'s), and SGLang's prefill-first, whose decodes stop outright
 during a prefill: the same starting spell added to its long-run stretch read 4 of 6 simulated cases closer
 (gpt-oss-120b 64,000/100 on 14 H200: 31 -> 50 ms, simulated 69) and 2 farther (Llama-3.1-8B 100,000/300 on
 one H100, KV-bound: 63 -> 89 ms, simulated 64), so it is left out (twenty-third session)."""
@@ -94,3 +95,30 @@ def poisson_ride(
     top = b / (life * tau_p)
     x = fixed_point(lambda v: b / (life * step(v)), 0.0, top)
     return x, step(x)
+
+
+def others(busy: float, seen: float) -> float:
+    """The share of a request's decode time that another request's prompt occupies, where prompts keep the
+    instance `busy` of the time (all clients counted) and a request meets `seen` of the others' load (the
+    arrival theorem's (N - 1) / N in a closed loop of N, 1 under independent arrivals). Its own prompt is
+    never in its decode time, so the others' share is measured against the time its prompt leaves:
+    busy (N - 1) / N / (1 - busy / N). (The (N - 1) / N share alone, against the whole cycle, read TPOT
+    14.3 ms for two clients of 32,000-token prompts where the simulation reads 21.8; review.)"""
+    if seen >= 1.0:
+        return busy
+    own = min(busy, 0.999) * (1.0 - seen)
+    return min(busy * seen / (1.0 - own), 1.0)
+
+
+def closed_loop_step(step_s: float, t_d: float, hold: float, per_step: float, seen: float) -> float:
+    """The mean step a decoding request of a closed loop rides on a mixed instance: the others' prompts take
+    `others` of its decode time (`hold` of steps with a prompt each: isl / g of a step of g prompt tokens, at
+    x = per_step / t requests/s, `per_step` finishing per step), steps of `step_s` with a prompt,
+    `t_d` without; counted by time, not by the share of steps, which undercounts long prompts (two clients of
+    32,000-token prompts read TPOT 15.7 ms by steps where the simulation reads 21.8; review)."""
+
+    def mean_step(t: float) -> float:
+        f = others(min(per_step / t * hold, 0.999), seen)
+        return 1.0 / (f / step_s + (1 - f) / t_d)
+
+    return fixed_point(mean_step, t_d, max(step_s, t_d))
