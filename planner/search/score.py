@@ -88,8 +88,13 @@ def slack(q: Question, m: Metrics) -> dict[str, float]:
     return {k: v / g if (g := got[target_parts(k)[0]]) > 0 else math.inf for k, v in targets.items()}
 
 
-def _counts(q: Question, c: Candidate, unit: Deployment, b: int, tpot_s: float) -> tuple[int, int] | None:
-    """(decode or aggregated instances, prefill instances) for the question, or None if over budget."""
+def _counts(
+    q: Question, c: Candidate, unit: Deployment, b: int, tpot_s: float, full: bool = False
+) -> tuple[int, int] | None:
+    """(decode or aggregated instances, prefill instances) for the question, or None if over budget. At a
+    stated concurrency that even `full` instances (the largest batch) cannot all hold within the budget, the
+    budget's instances: the excess clients wait for a slot, as a closed loop queues (`estimate_deployment`
+    prices the wait; ninth trial: 48 clients of Qwen3-235B on 2 H200, 42 slots, answered 'none serves')."""
     dec = unit.first("decode") or unit.first("aggregated")
     assert dec is not None
     decode_s = max(q.osl - 1, 1) * tpot_s
@@ -112,6 +117,8 @@ def _counts(q: Question, c: Candidate, unit: Deployment, b: int, tpot_s: float) 
         n_d = max(1, math.ceil(q.rate / x_dec - 1e-9))
     elif q.concurrency is not None:
         n_d = max(1, math.ceil(q.concurrency / b - 1e-9))
+        while full and n_d > 1 and gpus(n_d) > q.budget:
+            n_d -= 1
     else:
         n_d = max(1, int(q.budget / (dec.gpus_per_instance + gpus_pre * per_decode)))
         while n_d > 1 and gpus(n_d) > q.budget:
@@ -156,7 +163,7 @@ def _score(q: Question, c: Candidate) -> Scored:
             continue
         # the same deployment under the same traffic gives the same figures: one point, at the decode
         # batch that traffic keeps in flight (the sweep's batch only sized the instances)
-        counts = _counts(q, c, unit, b, point(unit, q.isl, q.osl, kv_len, b).tpot_s)
+        counts = _counts(q, c, unit, b, point(unit, q.isl, q.osl, kv_len, b).tpot_s, b == batches[-1])
         if counts is None or counts in evaluated:
             continue
         dep = _resized(unit, counts)
