@@ -267,12 +267,14 @@ def _one_phase(pool: Pool, phase: str) -> list[str]:
 def estimate_decode(res: Resolved, concurrency: float | None = None) -> Metrics:
     pool = res.pool("decode", "aggregated")
     conc = concurrency if concurrency is not None else res.concurrency
-    full = res.isl + res.osl  # each request's whole length, reserved at admission as the simulator does
+    # each request's whole length, reserved at admission as the simulator does (at least the stated mean context:
+    # DeepSeek's day-6 decode states 4,989 tokens in flight beside shorter stated lengths)
+    full = max(res.isl + res.osl, math.ceil(res.kv_len))
     cap = decode_capacity(pool, full)
     assumed = list(res.assumed) + _one_phase(pool, "decode")
     if conc is None:
         conc = float(cap * pool.instances)
-        assumed.append(f"decode batch: {cap:,} per instance (fills the KV pool at {full:,} tokens, isl + osl)")
+        assumed.append(f"decode batch: {cap:,} per instance (fills the KV pool at {full:,} tokens a request)")
     batch = conc / pool.instances
     if batch > decode_capacity(pool, res.kv_len):
         raise KVCacheCapacityError(
