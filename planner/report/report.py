@@ -301,6 +301,7 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         "gpus",
         "requests_completed",
         "requests_warm_start",
+        "requests_measured",
         "requests_dropped",
         "requests_preempted",
         "goodput",
@@ -308,12 +309,16 @@ def print_simulation(con: Console, title: str, m: dict[str, Any], slo: Any = Non
         "wall_time_s",
     ):
         v = m.get(key)
+        if key in ("requests_warm_start", "requests_measured") and v is None:
+            continue
         if key == "requests_warm_start" and not v:
             continue
         # the one tokens-per-user of every view: say which TPOT it divides
         label = {
             "output_tok_s_per_user": "output_tok_s_per_user (1000 / mean TPOT)",
             "requests_warm_start": "requests_warm_start (in flight at 0 s, in requests_completed, never measured)",
+            # the percentiles' population: past the warm-up share too, so not completed - warm start (ninth trial)
+            "requests_measured": "requests_measured (the latencies' population)",
         }.get(key, key)
         s.add_row(label, "-" if v is None else (f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"))
     kv = m["kv_utilization"]

@@ -24,3 +24,16 @@ def test_more_clients_than_slots_queue_for_them_and_the_closest_row_is_shown():
     # the 8 beyond the slots wait a generation: TTFT grows by about (48 - slots) / served requests/s
     assert est["ttft_ms"] > 10_000
     assert est["decode_batch_mean"] < 48  # the slots run full; the rest queue
+
+
+def test_the_simulate_table_says_how_many_requests_its_latencies_count():
+    """The text showed requests_completed 1,139 and requests_warm_start 139 (suggesting 1,000 measured) where the
+    JSON's requests_measured was 600: the table now shows the count its percentiles are over."""
+    from pathlib import Path
+
+    path = str(Path(__file__).resolve().parents[2] / "examples" / "llama-8b-bursty.yaml")
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["simulate", path, "--json", "--requests", "400"]).output)
+    text = runner.invoke(app, ["simulate", path, "--requests", "400"], env={"COLUMNS": "160"}).output
+    line = next(x for x in text.splitlines() if "requests_measured" in x)
+    assert f"{data['requests_measured']:,}" in line
