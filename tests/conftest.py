@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -69,6 +70,4 @@ def default_plan_cli(tmp_path_factory):
     chart = tmp_path_factory.mktemp("default") / "front.html"
     out = CliRunner().invoke(app, ["plan", "--json", "--chart", str(chart)])
     assert out.exit_code == 0, out.output
-    import json
-
     return json.loads(out.output), chart.read_text()

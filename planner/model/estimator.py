@@ -276,10 +276,9 @@ def estimate_decode(res: Resolved, concurrency: float | None = None) -> Metrics:
         conc = float(cap * pool.instances)
         assumed.append(f"decode batch: {cap:,} per instance (fills the KV pool at {full:,} tokens a request)")
     batch = conc / pool.instances
-    if batch > decode_capacity(pool, res.kv_len):
+    if batch > (held := decode_capacity(pool, res.kv_len)):
         raise KVCacheCapacityError(
-            f"decode batch {batch:.0f} per instance exceeds KV capacity {decode_capacity(pool, res.kv_len)} at "
-            f"{res.kv_len:.0f} tokens"
+            f"decode batch {batch:.0f} per instance exceeds KV capacity {held} at {res.kv_len:.0f} tokens"
         )
     step = decode_step(pool, batch, res.kv_len)
     tpot = step.time_s / tokens_per_step(pool)

@@ -88,9 +88,10 @@ def poisson_ride(
     step), at prefill share x hold."""
     if life <= 0 or b <= 0:
         return 0.0, tau_p
+    room = admitted(1 + b, slots) if slots else 1.0
 
     def step(x: float) -> float:
-        return ridden_step(x * hold, x, tau_m, tau_p, hold, life, instances, admitted(1 + b, slots) if slots else 1.0)
+        return ridden_step(x * hold, x, tau_m, tau_p, hold, life, instances, room)
 
     top = b / (life * tau_p)
     x = fixed_point(lambda v: b / (life * step(v)), 0.0, top)

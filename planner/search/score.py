@@ -117,12 +117,10 @@ def _counts(
         n_d = max(1, math.ceil(q.rate / x_dec - 1e-9))
     elif q.concurrency is not None:
         n_d = max(1, math.ceil(q.concurrency / b - 1e-9))
-        while full and n_d > 1 and gpus(n_d) > q.budget:
-            n_d -= 1
     else:
         n_d = max(1, int(q.budget / (dec.gpus_per_instance + gpus_pre * per_decode)))
-        while n_d > 1 and gpus(n_d) > q.budget:
-            n_d -= 1
+    while (full or q.concurrency is None) and q.rate is None and n_d > 1 and gpus(n_d) > q.budget:
+        n_d -= 1  # fill the budget: no traffic stated, or more clients than its largest batches hold
     if gpus(n_d) > q.budget:
         return None
     if c.prefill is not None and not pairs_in_nodes(unit.hardware, n_pre(n_d), gpus_pre, n_d, dec.gpus_per_instance):
